@@ -1,0 +1,18 @@
+"""Shapes and support functions."""
+
+from .mesh import ConvexMesh, hill_climbing_support_index
+from .shapes import Box, Capsule, Cone, Cylinder, Ellipsoid, Plane, Shape, Sphere, support
+
+__all__ = [
+    "Shape",
+    "Sphere",
+    "Ellipsoid",
+    "Box",
+    "Capsule",
+    "Cylinder",
+    "Cone",
+    "Plane",
+    "ConvexMesh",
+    "support",
+    "hill_climbing_support_index",
+]

@@ -1,0 +1,209 @@
+"""Small-vector math: safe norms, quaternions (w, x, y, z) and rigid transforms.
+
+Everything here is elementwise-safe: ``safe_norm`` and ``safe_normalize`` use the double-``where``
+trick per element so that neither the value nor any derivative is NaN at zero (DESIGN §4). No
+function tests a whole array for zero.
+
+Conventions
+-----------
+* Quaternions are ``(..., 4)`` arrays ``(w, x, y, z)``, unit norm, Hamilton product.
+* ``Transform(pos, quat)`` maps a point from its local (body) frame to the parent (usually world)
+  frame: ``p_world = R(quat) @ p_body + pos``.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+__all__ = [
+    "safe_norm",
+    "safe_normalize",
+    "quat_mul",
+    "quat_conj",
+    "quat_rotate",
+    "quat_to_matrix",
+    "matrix_to_quat",
+    "quat_from_axis_angle",
+    "quat_normalize",
+    "Transform",
+]
+
+
+def safe_norm(x: jax.Array, axis: int = -1, keepdims: bool = False) -> jax.Array:
+    """Euclidean norm along ``axis`` whose value and derivatives are finite at ``x = 0``.
+
+    Args:
+      x: ``(..., n)`` array.
+    Returns:
+      ``(...)`` norms (or ``(..., 1)`` with ``keepdims``); 0 where ``x`` is exactly zero, with a zero
+      gradient there (the subgradient of minimal norm).
+    """
+    sq = jnp.sum(x * x, axis=axis, keepdims=True)
+    is_zero = sq == 0
+    # Double where: the sqrt never sees 0, so its derivative 1/(2 sqrt) never becomes inf * 0.
+    norm = jnp.where(is_zero, 0.0, jnp.sqrt(jnp.where(is_zero, 1.0, sq)))
+    return norm if keepdims else jnp.squeeze(norm, axis=axis)
+
+
+def safe_normalize(
+    x: jax.Array, axis: int = -1, fallback: jax.Array | None = None
+) -> jax.Array:
+    """``x / |x|`` along ``axis``; returns ``fallback`` (default: zeros) where ``x`` is exactly zero.
+
+    Value and derivatives are finite everywhere, per element of the batch.
+
+    Args:
+      x: ``(..., n)`` array.
+      fallback: broadcastable to ``x``; used where ``|x| = 0``.
+    """
+    sq = jnp.sum(x * x, axis=axis, keepdims=True)
+    is_zero = sq == 0
+    inv = jax.lax.rsqrt(jnp.where(is_zero, 1.0, sq))
+    unit = x * inv
+    if fallback is None:
+        fallback = jnp.zeros_like(x)
+    return jnp.where(is_zero, jnp.broadcast_to(fallback, x.shape).astype(x.dtype), unit)
+
+
+def quat_mul(q1: jax.Array, q2: jax.Array) -> jax.Array:
+    """Hamilton product ``q1 ⊗ q2`` of ``(..., 4)`` quaternions (w, x, y, z)."""
+    w1, x1, y1, z1 = jnp.moveaxis(q1, -1, 0)
+    w2, x2, y2, z2 = jnp.moveaxis(q2, -1, 0)
+    return jnp.stack(
+        [
+            w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+            w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+            w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+            w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
+        ],
+        axis=-1,
+    )
+
+
+def quat_conj(q: jax.Array) -> jax.Array:
+    """Conjugate (= inverse for unit quaternions) of ``(..., 4)`` quaternions."""
+    return q * jnp.array([1.0, -1.0, -1.0, -1.0], dtype=q.dtype)
+
+
+def quat_normalize(q: jax.Array) -> jax.Array:
+    """Unit quaternion; the identity where ``q`` is exactly zero."""
+    identity = jnp.zeros_like(q).at[..., 0].set(1.0)
+    return safe_normalize(q, fallback=identity)
+
+
+def quat_rotate(q: jax.Array, v: jax.Array) -> jax.Array:
+    """Rotate ``(..., 3)`` vectors ``v`` by unit quaternions ``q`` ``(..., 4)``: ``R(q) v``."""
+    w = q[..., :1]
+    u = q[..., 1:]
+    t = 2.0 * jnp.cross(u, v)
+    return v + w * t + jnp.cross(u, t)
+
+
+def quat_to_matrix(q: jax.Array) -> jax.Array:
+    """Rotation matrices ``(..., 3, 3)`` of unit quaternions ``(..., 4)``."""
+    w, x, y, z = jnp.moveaxis(q, -1, 0)
+    return jnp.stack(
+        [
+            jnp.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+            jnp.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+            jnp.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+        ],
+        axis=-2,
+    )
+
+
+def matrix_to_quat(m: jax.Array) -> jax.Array:
+    """Unit quaternion (w ≥ 0) of rotation matrices ``(..., 3, 3)`` (Shepperd's method, branch-free)."""
+    m00, m11, m22 = m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]
+    trace = m00 + m11 + m22
+    # Four candidate formulas; pick the one with the largest (well-conditioned) pivot per element.
+    cands = jnp.stack(
+        [
+            jnp.stack([1 + trace, m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]], -1),
+            jnp.stack([m[..., 2, 1] - m[..., 1, 2], 1 + m00 - m11 - m22, m[..., 0, 1] + m[..., 1, 0], m[..., 0, 2] + m[..., 2, 0]], -1),
+            jnp.stack([m[..., 0, 2] - m[..., 2, 0], m[..., 0, 1] + m[..., 1, 0], 1 - m00 + m11 - m22, m[..., 1, 2] + m[..., 2, 1]], -1),
+            jnp.stack([m[..., 1, 0] - m[..., 0, 1], m[..., 0, 2] + m[..., 2, 0], m[..., 1, 2] + m[..., 2, 1], 1 - m00 - m11 + m22], -1),
+        ],
+        axis=-2,
+    )
+    pivots = jnp.stack([trace, m00, m11, m22], -1)
+    best = jnp.argmax(pivots, axis=-1)
+    q = jnp.take_along_axis(cands, best[..., None, None], axis=-2)[..., 0, :]
+    q = quat_normalize(q)
+    return jnp.where(q[..., :1] < 0, -q, q)
+
+
+def quat_from_axis_angle(axis: jax.Array, angle: jax.Array) -> jax.Array:
+    """Quaternion of a rotation by ``angle`` (rad) about ``axis`` ``(..., 3)`` (normalised here)."""
+    axis = safe_normalize(axis)
+    half = 0.5 * jnp.asarray(angle)[..., None]
+    return jnp.concatenate([jnp.cos(half), jnp.sin(half) * axis], axis=-1)
+
+
+class Transform(eqx.Module):
+    """Rigid transform ``p_parent = R(quat) p_local + pos``.
+
+    Attributes:
+      pos: ``(..., 3)`` translation in metres.
+      quat: ``(..., 4)`` unit quaternion (w, x, y, z).
+
+    Leading batch dimensions are allowed; all methods broadcast over them.
+    """
+
+    pos: jax.Array
+    quat: jax.Array
+
+    def __init__(self, pos, quat=None):
+        pos = jnp.asarray(pos)
+        if not jnp.issubdtype(pos.dtype, jnp.floating):
+            pos = pos.astype(jnp.result_type(float))
+        if quat is None:
+            quat = jnp.zeros(pos.shape[:-1] + (4,), pos.dtype).at[..., 0].set(1.0)
+        self.pos = pos
+        self.quat = jnp.asarray(quat, dtype=pos.dtype)
+
+    @classmethod
+    def identity(cls, dtype=None) -> "Transform":
+        """The identity transform (float64 when x64 is enabled, else float32)."""
+        dtype = dtype or jnp.result_type(float)
+        return cls(jnp.zeros(3, dtype), jnp.array([1.0, 0.0, 0.0, 0.0], dtype))
+
+    @classmethod
+    def from_matrix(cls, pos, rotation) -> "Transform":
+        """From a translation ``(..., 3)`` and rotation matrix ``(..., 3, 3)``."""
+        return cls(jnp.asarray(pos), matrix_to_quat(jnp.asarray(rotation)))
+
+    @property
+    def rotation(self) -> jax.Array:
+        """``(..., 3, 3)`` rotation matrix."""
+        return quat_to_matrix(self.quat)
+
+    def apply(self, point_local: jax.Array) -> jax.Array:
+        """Map points ``(..., 3)`` from the local frame to the parent frame."""
+        return quat_rotate(self.quat, point_local) + self.pos
+
+    def rotate(self, vec_local: jax.Array) -> jax.Array:
+        """Rotate free vectors ``(..., 3)`` from the local frame to the parent frame."""
+        return quat_rotate(self.quat, vec_local)
+
+    def inverse_rotate(self, vec_parent: jax.Array) -> jax.Array:
+        """Rotate free vectors ``(..., 3)`` from the parent frame into the local frame."""
+        return quat_rotate(quat_conj(self.quat), vec_parent)
+
+    def inverse_apply(self, point_parent: jax.Array) -> jax.Array:
+        """Map points ``(..., 3)`` from the parent frame into the local frame."""
+        return self.inverse_rotate(point_parent - self.pos)
+
+    def inverse(self) -> "Transform":
+        """The inverse transform."""
+        q_inv = quat_conj(self.quat)
+        return Transform(-quat_rotate(q_inv, self.pos), q_inv)
+
+    def compose(self, other: "Transform") -> "Transform":
+        """``self ∘ other``: first ``other`` (child → self's local), then ``self``."""
+        return Transform(self.apply(other.pos), quat_mul(self.quat, other.quat))
+
+    def __matmul__(self, other: "Transform") -> "Transform":
+        return self.compose(other)
