@@ -4,7 +4,7 @@ Public names follow the contract in DESIGN §5. Importing the package never chan
 configuration (enable float64 yourself with ``jax.config.update("jax_enable_x64", True)``).
 """
 
-from . import collision, geometry
+from . import collision, contact, geometry
 from .geometry import (
     Box,
     Capsule,
@@ -25,6 +25,7 @@ __version__ = "0.1.0"
 __all__ = [
     "__version__",
     "collision",
+    "contact",
     "geometry",
     "GeomType",
     "Transform",

@@ -1,0 +1,216 @@
+"""ADMM on the dual contact problem: CCP (seed 001 Alg. 3) and NCP through the De Saxcé fixed
+point (seed 004 §II-B; Carpentier et al., RSS 2024 "From compliant to rigid contact simulation").
+
+Iteration (unscaled dual ``γ``, over-relaxation ``α``, seed 001 Alg. 3 and eq. 25)::
+
+    λ  ← −(G + R + ρ I)⁻¹ (g + s − ρ z + γ)          # s = Γ(−γ) for NCP, 0 for CCP
+    λ̂  ← α λ + (1 − α) z
+    z  ← P_K(λ̂ + γ / ρ)
+    γ  ← γ + ρ (λ̂ − z)
+
+At a fixed point ``−γ = σ + Γ(σ)`` with ``σ = (G + R) z + g``, so ``s = Γ(−γ)`` is exactly the De
+Saxcé correction of the current velocity and the fixed point solves the NCP (seed 001 eq. 15).
+
+Proximal parameter (seed 001 §III-E): spectral rule of Tasseff et al. — ``ρ₀ = √(λ_max λ_min)``
+with the extreme eigenvalues of ``G + R`` from power iteration, and ``ρ ← ρ κ^{±0.05}`` whenever
+the ADMM primal residual ``‖λ − z‖∞`` exceeds ``ratio × `` the dual residual ``ρ‖z − z⁻‖∞`` (or
+the converse), ``ratio = 10``.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+
+from .problem import ContactProblem, criterion, de_saxce, project_cone
+from .solve import ContactSolver
+
+__all__ = ["ADMM", "ADMMState", "spectral_bounds", "adapt_rho"]
+
+_KAPPA_MAX = 1e8
+
+
+def spectral_bounds(matrix: jax.Array, num_iterations: int) -> tuple[jax.Array, jax.Array]:
+    """Largest and smallest eigenvalue of a symmetric PSD ``(m, m)`` matrix by power iteration
+    (seed 001 §III-E: "κ can be evaluated beforehand via a power-iteration algorithm").
+
+    The smallest comes from power iteration on ``λ_max I − A``. Returns ``(λ_max, λ_min)`` with
+    ``λ_min`` clamped to ``[λ_max / 1e8, λ_max]`` (so ``κ ≤ 1e8`` for rank-deficient ``G``).
+    """
+    m = matrix.shape[0]
+    dtype = matrix.dtype
+    v0 = 1.0 + 0.1 * jnp.sin(jnp.arange(m, dtype=dtype) + 1.0)
+    v0 = v0 / jnp.linalg.norm(v0)
+
+    def power(a):
+        def body(_, v):
+            w = a @ v
+            nw = jnp.linalg.norm(w)
+            return jnp.where(nw > 0, w / jnp.where(nw > 0, nw, 1.0), v0)
+
+        v = jax.lax.fori_loop(0, num_iterations, body, v0)
+        return v @ (a @ v)
+
+    lmax = jnp.maximum(power(matrix), 0.0)
+    shifted = lmax * jnp.eye(m, dtype=dtype) - matrix
+    lmin = lmax - power(shifted)
+    tiny = jnp.finfo(dtype).tiny
+    lmax = jnp.maximum(lmax, tiny)
+    lmin = jnp.clip(lmin, lmax / _KAPPA_MAX, lmax)
+    return lmax, lmin
+
+
+def adapt_rho(rho, primal_res, dual_res, kappa, ratio, power):
+    """Spectral ρ update (seed 001 §III-E): ``ρ κ^power`` if ``primal > ratio·dual``,
+    ``ρ / κ^power`` if ``dual > ratio·primal``, else unchanged."""
+    factor = kappa**power
+    rho = jnp.where(primal_res > ratio * dual_res, rho * factor, rho)
+    return jnp.where(dual_res > ratio * primal_res, rho / factor, rho)
+
+
+class ADMMState(eqx.Module):
+    """ADMM iterate. ``force`` = ``z`` ``(n, 3)`` (always in ``K_μ``); ``lam``, ``gamma`` ``(3n,)``;
+    ``rho`` scalar; ``factor`` Cholesky factor of ``G + R + ρ_f I`` (``(3n, 3n)``) or eigenvectors;
+    ``eigenvalues`` ``(3n,)`` (eigh mode only, else zeros); ``factor_rho`` = ``ρ_f``; ``kappa``; ``rho_bounds`` ``(2,)`` = ``λ_max (ε^{2/3}, 10⁶)`` keeps
+    ``G + R + ρI`` numerically positive definite."""
+
+    force: jax.Array
+    lam: jax.Array
+    gamma: jax.Array
+    rho: jax.Array
+    factor: jax.Array
+    eigenvalues: jax.Array
+    factor_rho: jax.Array
+    kappa: jax.Array
+    rho_bounds: jax.Array
+
+
+class ADMM(ContactSolver):
+    """ADMM contact solver (seed 001 Alg. 3 for ``"ccp"``; De Saxcé fixed point for ``"ncp"``).
+
+    Args:
+      formulation: ``"ccp"`` or ``"ncp"`` (static; else ``ValueError``).
+      max_iterations: static cap.
+      tolerance: dynamic; stop when the formulation's ``ε_abs`` at ``z`` is ``≤ tolerance``.
+      rho: dynamic initial ρ; ``≤ 0`` (default) means spectral ``√(λ_max λ_min)``. A warm start
+        from a previous solution reuses its final ρ (seed 001 §III-E).
+      over_relaxation: dynamic ``α ∈ (0, 2)``, default 1.
+      rho_update_ratio: dynamic primal/dual ratio that triggers an update (default 10).
+      rho_power: dynamic spectral exponent (default 0.05, i.e. ``ρ ← ρ κ^{±0.05}``).
+      power_iterations: static number of power iterations for ``λ_max``, ``λ_min`` (default 50).
+      factorization: static ``"cholesky"`` (seed 001: Cholesky of ``G + R + ρI``, refactored when ρ
+        changes) or ``"eigh"`` (one eigendecomposition, any ρ costs two mat-vecs; κ exact).
+    """
+
+    formulation: str = eqx.field(static=True)
+    max_iterations: int = eqx.field(static=True)
+    power_iterations: int = eqx.field(static=True)
+    factorization: str = eqx.field(static=True)
+    tolerance: jax.Array
+    rho_init: jax.Array
+    over_relaxation: jax.Array
+    rho_update_ratio: jax.Array
+    rho_power: jax.Array
+
+    def __init__(self, formulation: str = "ncp", max_iterations: int = 1000, tolerance=1e-6,
+                 rho=0.0, over_relaxation=1.0, rho_update_ratio=10.0, rho_power=0.05,
+                 power_iterations: int = 50, factorization: str = "cholesky"):
+        if formulation not in ("ccp", "ncp"):
+            raise ValueError(f"ADMM formulation must be 'ccp' or 'ncp', got {formulation!r}")
+        if factorization not in ("cholesky", "eigh"):
+            raise ValueError(f"factorization must be 'cholesky' or 'eigh', got {factorization!r}")
+        if int(max_iterations) < 1:
+            raise ValueError(f"max_iterations must be >= 1, got {max_iterations}")
+        self.formulation = formulation
+        self.max_iterations = int(max_iterations)
+        self.power_iterations = int(power_iterations)
+        self.factorization = factorization
+        self.tolerance = jnp.asarray(tolerance)
+        self.rho_init = jnp.asarray(rho)
+        self.over_relaxation = jnp.asarray(over_relaxation)
+        self.rho_update_ratio = jnp.asarray(rho_update_ratio)
+        self.rho_power = jnp.asarray(rho_power)
+
+    # -- linear algebra ------------------------------------------------------------------------
+
+    def _factor(self, A, rho):
+        m = A.shape[0]
+        return jnp.linalg.cholesky(A + rho * jnp.eye(m, dtype=A.dtype))
+
+    def _solve(self, state, rho, rhs):
+        if self.factorization == "eigh":
+            Q = state.factor
+            return Q @ ((Q.T @ rhs) / (state.eigenvalues + rho))
+        return jsl.cho_solve((state.factor, True), rhs)
+
+    # -- protocol ------------------------------------------------------------------------------
+
+    def init(self, problem: ContactProblem, warm_force, warm_rho):
+        A = problem.compliant_delassus
+        m = A.shape[0]
+        dtype = A.dtype
+        if self.factorization == "eigh":
+            evals, Q = jnp.linalg.eigh(A)
+            evals = jnp.maximum(evals, 0.0)
+            lmax = jnp.maximum(evals[-1], jnp.finfo(dtype).tiny)
+            lmin = jnp.clip(evals[0], lmax / _KAPPA_MAX, lmax)
+        else:
+            lmax, lmin = spectral_bounds(A, self.power_iterations)
+        kappa = lmax / lmin
+        rho_user = jnp.asarray(self.rho_init, dtype)
+        rho = jnp.where(rho_user > 0, rho_user, jnp.sqrt(lmax * lmin))
+        rho = jnp.where(warm_rho > 0, warm_rho, rho)
+        bounds = lmax * jnp.asarray([jnp.finfo(dtype).eps ** (2.0 / 3.0), 1e6], dtype)
+        rho = jnp.clip(rho, bounds[0], bounds[1])
+        if self.factorization == "eigh":
+            factor, eigenvalues = Q, evals
+        else:
+            factor, eigenvalues = self._factor(A, rho), jnp.zeros((m,), dtype)
+        z = project_cone(warm_force, problem.friction)
+        sigma = (A @ z.reshape(m) + problem.free_velocity).reshape(-1, 3)
+        # Warm dual: γ = −(σ + Γ(σ)) is the fixed-point value (see module docstring).
+        s = sigma + de_saxce(sigma, problem.friction) if self.formulation == "ncp" else sigma
+        gamma = -s.reshape(m)
+        return ADMMState(z, z.reshape(m), gamma, rho, factor, eigenvalues, rho, kappa, bounds)
+
+    def step(self, problem: ContactProblem, state: ADMMState) -> ADMMState:
+        A = problem.compliant_delassus
+        m = A.shape[0]
+        mu = problem.friction
+        rho = state.rho
+        if self.factorization == "cholesky":
+            factor = jax.lax.cond(
+                rho != state.factor_rho,
+                lambda: self._factor(A, rho),
+                lambda: state.factor,
+            )
+            state = eqx.tree_at(lambda s: (s.factor, s.factor_rho), state, (factor, rho))
+        z = state.force.reshape(m)
+        gamma = state.gamma
+        q = problem.free_velocity
+        if self.formulation == "ncp":
+            q = q + de_saxce(-gamma.reshape(-1, 3), mu).reshape(m)
+        lam = -self._solve(state, rho, q - rho * z + gamma)
+        alpha = jnp.asarray(self.over_relaxation, lam.dtype)
+        lam_hat = alpha * lam + (1.0 - alpha) * z
+        z_new = project_cone((lam_hat + gamma / rho).reshape(-1, 3), mu).reshape(m)
+        gamma = gamma + rho * (lam_hat - z_new)
+        primal_res = jnp.max(jnp.abs(lam - z_new))
+        dual_res = rho * jnp.max(jnp.abs(z_new - z))
+        new_rho = adapt_rho(rho, primal_res, dual_res, state.kappa, self.rho_update_ratio,
+                            self.rho_power)
+        new_rho = jnp.clip(new_rho, state.rho_bounds[0], state.rho_bounds[1])
+        new_rho = jnp.where(jnp.isfinite(new_rho), new_rho, rho)
+        return eqx.tree_at(
+            lambda s: (s.force, s.lam, s.gamma, s.rho),
+            state,
+            (z_new.reshape(-1, 3), lam, gamma, new_rho),
+        )
+
+    def criterion(self, problem, state):
+        return criterion(problem, state.force, self.formulation)
+
+    def rho(self, state):
+        return state.rho

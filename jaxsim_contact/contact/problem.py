@@ -1,0 +1,314 @@
+"""The frictional contact problem, friction-cone projections and convergence criteria.
+
+A contact problem with ``n`` contacts (seed 001 §II, eqs. 9–15) is the triple ``(G, g, μ)``:
+
+* ``G`` — Delassus matrix ``J M⁻¹ Jᵀ``, shape ``(3n, 3n)``, units m/s per N·s (or per N when the
+  problem is written in forces, seed 001 §II "change of variable λ/Δt");
+* ``g`` — free velocity of the contact points ``J v_f`` (plus any stabilisation), shape ``(3n,)``;
+* ``μ`` — friction coefficients, shape ``(n,)``.
+
+Per contact the three rows are ordered ``(t1, t2, n)``: two tangent directions, **normal last**.
+An optional diagonal compliance ``R`` (seed 001 §II, "compliant contacts", and §III-B eq. 21–22)
+replaces ``G`` by ``G + R``; an optional ``active`` mask marks padded contacts, which behave as
+``λ = 0``.
+
+Criteria (seed 001 §II after eq. 15). For each contact with ``σ = ((G + R) λ + g)⁽ⁱ⁾``:
+
+* NCP:  primal ``dist_K(λ)``, dual ``dist_K*(σ + Γ(σ))``, complementarity ``|⟨λ, σ + Γ(σ)⟩|``
+  with the De Saxcé correction ``Γ(σ) = (0, 0, μ‖σ_T‖)`` (eq. 14);
+* CCP:  the same without ``Γ`` (seed 001 §III-B, the criterion of eq. 16);
+* LCP:  the 4-facet pyramid ``‖λ_T‖_∞ ≤ μ λ_N`` of seed 001 §III-A with the box friction law of
+  Alg. 1 (see :func:`contact_residuals` for the exact definition).
+
+The absolute criterion ``ε_abs`` is the maximum of the three over active contacts.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..math import safe_norm
+
+__all__ = [
+    "ContactProblem",
+    "Residuals",
+    "FORMULATIONS",
+    "project_cone",
+    "project_dual_cone",
+    "project_pyramid_box",
+    "de_saxce",
+    "contact_residuals",
+    "residuals",
+    "criterion",
+    "contact_velocity",
+]
+
+FORMULATIONS = ("lcp", "ccp", "ncp")
+
+
+def _is_concrete(x) -> bool:
+    """True when ``x`` holds concrete values (not a JAX tracer), so host-side checks can run."""
+    return not isinstance(x, jax.core.Tracer)
+
+
+class ContactProblem(eqx.Module):
+    """A frictional contact problem ``(G, g, μ, R, active)`` (seed 001 §II, eqs. 9–15).
+
+    Args:
+      delassus: ``(3n, 3n)`` symmetric positive semi-definite Delassus matrix ``G = J M⁻¹ Jᵀ``.
+      free_velocity: ``(3n,)`` free contact velocity ``g`` (m/s, or m/s² in force units).
+      friction: ``(n,)`` Coulomb coefficients ``μ ≥ 0``.
+      compliance: ``None`` (rigid), a scalar, ``(n,)`` per contact (applied to the three rows of the
+        contact) or ``(3n,)`` per row; values ``≥ 0``. Stored as ``(3n,)``.
+      active: ``None`` (all active) or ``(n,)`` bool; inactive contacts behave as ``λ = 0``.
+
+    All fields are dynamic arrays. When the values are concrete (not traced), construction raises
+    ``ValueError`` naming the offending value for mismatched shapes, a non-finite or non-symmetric
+    Delassus matrix, non-finite free velocity, negative friction or negative compliance. In traced
+    code no check is possible; :func:`jaxsim_contact.contact.solve` then returns
+    ``converged=False`` and zero force for non-finite problems.
+    """
+
+    delassus: jax.Array
+    free_velocity: jax.Array
+    friction: jax.Array
+    compliance: jax.Array
+    active: jax.Array
+
+    def __init__(self, delassus, free_velocity, friction, compliance=None, active=None):
+        delassus = jnp.asarray(delassus)
+        free_velocity = jnp.asarray(free_velocity)
+        friction = jnp.asarray(friction)
+        dtype = jnp.result_type(delassus, free_velocity, friction)
+        if not jnp.issubdtype(dtype, jnp.floating):
+            dtype = jnp.result_type(float)
+        if delassus.ndim != 2 or delassus.shape[0] != delassus.shape[1]:
+            raise ValueError(f"delassus must be a square (3n, 3n) matrix, got shape {delassus.shape}")
+        m = delassus.shape[0]
+        if m % 3 != 0:
+            raise ValueError(f"delassus size must be a multiple of 3 (3n), got {m}")
+        n = m // 3
+        if free_velocity.shape != (m,):
+            raise ValueError(
+                f"free_velocity must have shape ({m},) to match delassus, got {free_velocity.shape}"
+            )
+        if friction.shape != (n,):
+            raise ValueError(f"friction must have shape ({n},) (one per contact), got {friction.shape}")
+        if compliance is None:
+            compliance = jnp.zeros((m,), dtype)
+        else:
+            compliance = jnp.asarray(compliance, dtype)
+            if compliance.ndim == 0:
+                compliance = jnp.full((m,), compliance, dtype)
+            elif compliance.shape == (n,) and n != m:
+                compliance = jnp.repeat(compliance, 3)
+            elif compliance.shape != (m,):
+                raise ValueError(
+                    f"compliance must be a scalar, ({n},) or ({m},), got shape {compliance.shape}"
+                )
+        if active is None:
+            active = jnp.ones((n,), bool)
+        else:
+            active = jnp.asarray(active)
+            if active.shape != (n,):
+                raise ValueError(f"active must have shape ({n},), got {active.shape}")
+            active = active.astype(bool)
+        if all(_is_concrete(x) for x in (delassus, free_velocity, friction, compliance)):
+            self._validate(np.asarray(delassus), np.asarray(free_velocity), np.asarray(friction),
+                           np.asarray(compliance))
+        self.delassus = delassus.astype(dtype)
+        self.free_velocity = free_velocity.astype(dtype)
+        self.friction = friction.astype(dtype)
+        self.compliance = compliance.astype(dtype)
+        self.active = active
+
+    @staticmethod
+    def _validate(G, g, mu, R):
+        if not np.all(np.isfinite(G)):
+            i, j = np.argwhere(~np.isfinite(G))[0]
+            raise ValueError(f"delassus has a non-finite entry: delassus[{i}, {j}] = {G[i, j]}")
+        if not np.all(np.isfinite(g)):
+            i = int(np.argwhere(~np.isfinite(g))[0, 0])
+            raise ValueError(f"free_velocity has a non-finite entry: free_velocity[{i}] = {g[i]}")
+        scale = max(float(np.max(np.abs(G))) if G.size else 0.0, 1e-300)
+        asym = np.abs(G - G.T)
+        tol = 1e-6 if G.dtype == np.float32 else 1e-9
+        if G.size and float(asym.max()) > tol * scale:
+            i, j = np.unravel_index(np.argmax(asym), asym.shape)
+            raise ValueError(
+                f"delassus must be symmetric: delassus[{i}, {j}] = {G[i, j]} but "
+                f"delassus[{j}, {i}] = {G[j, i]}"
+            )
+        if not np.all(np.isfinite(mu)) or np.any(mu < 0):
+            i = int(np.argwhere(~(np.isfinite(mu) & (mu >= 0)))[0, 0])
+            raise ValueError(f"friction must be finite and >= 0: friction[{i}] = {mu[i]}")
+        if not np.all(np.isfinite(R)) or np.any(R < 0):
+            i = int(np.argwhere(~(np.isfinite(R) & (R >= 0)))[0, 0])
+            raise ValueError(f"compliance must be finite and >= 0: compliance[{i}] = {R[i]}")
+
+    @property
+    def num_contacts(self) -> int:
+        """Number ``n`` of (padded) contacts; static."""
+        return self.friction.shape[-1]
+
+    @property
+    def compliant_delassus(self) -> jax.Array:
+        """``(3n, 3n)`` matrix ``G + diag(R)`` used by every solver and criterion."""
+        return self.delassus + jnp.diag(self.compliance)
+
+    def is_finite(self) -> jax.Array:
+        """Scalar bool: every entry of ``G``, ``g``, ``μ`` and ``R`` is finite (traceable)."""
+        return (
+            jnp.all(jnp.isfinite(self.delassus))
+            & jnp.all(jnp.isfinite(self.free_velocity))
+            & jnp.all(jnp.isfinite(self.friction))
+            & jnp.all(jnp.isfinite(self.compliance))
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# cone projections (per contact, frame (t1, t2, n))
+
+
+def project_cone(x: jax.Array, mu: jax.Array) -> jax.Array:
+    """Euclidean projection onto the Coulomb cone ``K_μ = {‖x_T‖ ≤ μ x_N}`` (seed 001 eq. 10).
+
+    Args:
+      x: ``(..., 3)`` vectors ``(t1, t2, n)``.
+      mu: ``(...)`` friction coefficients ``≥ 0``.
+    Returns:
+      ``(..., 3)`` projections. NaN-free (safe norms) for every input including ``x = 0``, ``μ = 0``.
+    """
+    xt = x[..., :2]
+    xn = x[..., 2]
+    t = safe_norm(xt)
+    inside = t <= mu * xn
+    polar = mu * t <= -xn
+    alpha = (mu * t + xn) / (1.0 + mu * mu)
+    unit_t = xt / jnp.where(t > 0, t, 1.0)[..., None]
+    on_surface = jnp.concatenate([(mu * alpha)[..., None] * unit_t, alpha[..., None]], axis=-1)
+    out = jnp.where(inside[..., None], x, on_surface)
+    return jnp.where(polar[..., None] & ~inside[..., None], jnp.zeros_like(x), out)
+
+
+def project_dual_cone(x: jax.Array, mu: jax.Array) -> jax.Array:
+    """Projection onto the dual cone ``K_μ* = K_{1/μ}`` via Moreau: ``P_K*(x) = x + P_K(−x)``.
+
+    Args:
+      x: ``(..., 3)``; mu: ``(...)``. Works for ``μ = 0`` (``K*`` is then the half-space ``x_N ≥ 0``).
+    """
+    return x + project_cone(-x, mu)
+
+
+def project_pyramid_box(x: jax.Array, mu: jax.Array) -> jax.Array:
+    """The LCP "projection" of seed 001 Alg. 1, lines 4 and 6: ``x_N ← max(0, x_N)`` then each
+    tangent component clamped to ``[−μ x_N, μ x_N]`` (4-facet pyramid, §III-A).
+
+    Not the Euclidean projection onto the pyramid; it is the per-axis box law Alg. 1 uses.
+    """
+    xn = jnp.maximum(x[..., 2], 0.0)
+    bound = (mu * xn)[..., None]
+    xt = jnp.clip(x[..., :2], -bound, bound)
+    return jnp.concatenate([xt, xn[..., None]], axis=-1)
+
+
+def de_saxce(velocity: jax.Array, mu: jax.Array) -> jax.Array:
+    """De Saxcé correction ``Γ(c, μ) = (0, 0, μ‖c_T‖)`` (seed 001 eq. 14).
+
+    Args: velocity ``(..., 3)``; mu ``(...)``. Returns ``(..., 3)``.
+    """
+    s = mu * safe_norm(velocity[..., :2])
+    return jnp.concatenate([jnp.zeros_like(velocity[..., :2]), s[..., None]], axis=-1)
+
+
+# --------------------------------------------------------------------------------------------
+# residuals
+
+
+class Residuals(NamedTuple):
+    """Convergence criteria (seed 001 §II after eq. 15); scalars (max over active contacts) or
+    ``(n,)`` per contact, depending on the producer."""
+
+    primal: jax.Array
+    dual: jax.Array
+    complementarity: jax.Array
+
+
+def contact_velocity(problem: ContactProblem, force: jax.Array) -> jax.Array:
+    """``(n, 3)`` velocity ``σ = (G + R) λ + g`` of the compliant problem for ``force`` ``(n, 3)``.
+
+    With ``R = 0`` this is the contact-point velocity ``c = J v⁺`` of seed 001 eq. 5.
+    """
+    n = problem.num_contacts
+    lam = force.reshape(3 * n)
+    return (problem.compliant_delassus @ lam + problem.free_velocity).reshape(n, 3)
+
+
+def contact_residuals(
+    problem: ContactProblem, force: jax.Array, formulation: str = "ncp"
+) -> Residuals:
+    """Per-contact criteria ``(ε_p, ε_d, ε_c)``, each ``(n,)``; zero for inactive contacts.
+
+    Args:
+      problem: the contact problem (uses ``G + R``).
+      force: ``(n, 3)`` contact forces/impulses in frame ``(t1, t2, n)``.
+      formulation: ``"ncp"`` (seed 001 eq. 15 with De Saxcé, the default), ``"ccp"`` (eq. 16,
+        without De Saxcé) or ``"lcp"``.
+
+    For ``"lcp"`` (seed 001 §III-A, Alg. 1 box friction): ``ε_p`` is the violation of
+    ``λ_N ≥ 0, |λ_Tj| ≤ μ λ_N``; ``ε_d`` is the norm of ``(min(σ_N, 0),
+    λ_T − clip(λ_T − σ_T, ±μλ_N))`` (Signorini dual feasibility and the natural residual of the
+    per-axis maximum-dissipation law); ``ε_c = |λ_N σ_N|``.
+    """
+    if formulation not in FORMULATIONS:
+        raise ValueError(f"formulation must be one of {FORMULATIONS}, got {formulation!r}")
+    mu = problem.friction
+    sigma = contact_velocity(problem, force)
+    if formulation == "lcp":
+        ln = force[..., 2]
+        lt = force[..., :2]
+        lnp = jnp.maximum(ln, 0.0)
+        bound = (mu * lnp)[..., None]
+        viol = jnp.concatenate(
+            [jnp.maximum(jnp.abs(lt) - bound, 0.0), jnp.minimum(ln, 0.0)[..., None]], axis=-1
+        )
+        primal = safe_norm(viol)
+        nat_t = lt - jnp.clip(lt - sigma[..., :2], -bound, bound)
+        dual = safe_norm(
+            jnp.concatenate([nat_t, jnp.minimum(sigma[..., 2], 0.0)[..., None]], axis=-1)
+        )
+        comp = jnp.abs(ln * sigma[..., 2])
+    else:
+        s = sigma + de_saxce(sigma, mu) if formulation == "ncp" else sigma
+        primal = safe_norm(force - project_cone(force, mu))
+        dual = safe_norm(project_cone(-s, mu))
+        comp = jnp.abs(jnp.sum(force * s, axis=-1))
+    act = problem.active
+    zero = jnp.zeros_like(primal)
+    return Residuals(
+        jnp.where(act, primal, zero), jnp.where(act, dual, zero), jnp.where(act, comp, zero)
+    )
+
+
+def residuals(problem: ContactProblem, force: jax.Array, formulation: str = "ncp") -> Residuals:
+    """``(primal, dual, complementarity)`` scalars: maxima over active contacts of
+    :func:`contact_residuals` (seed 001 eq. 15 criteria; ``formulation="ccp"`` drops the De Saxcé
+    term, ``"lcp"`` uses the pyramid law).
+
+    Args:
+      problem: ``ContactProblem`` with ``n`` contacts.
+      force: ``(n, 3)`` forces in ``(t1, t2, n)`` frames.
+    """
+    r = contact_residuals(problem, force, formulation)
+    return Residuals(*(jnp.max(x, initial=0.0) for x in r))
+
+
+def criterion(problem: ContactProblem, force: jax.Array, formulation: str = "ncp") -> jax.Array:
+    """Absolute criterion ``ε_abs = max(ε_p, ε_d, ε_c)`` (seed 001 §II), a scalar."""
+    r = residuals(problem, force, formulation)
+    return jnp.maximum(jnp.maximum(r.primal, r.dual), r.complementarity)

@@ -1,0 +1,192 @@
+"""Shared solver protocol and the driver :func:`solve` (seed 001 §III).
+
+Every solver is an ``eqx.Module`` with static iteration caps / formulation choice and dynamic
+numeric parameters, implementing four pure functions:
+
+* ``init(problem, warm_force, warm_rho) -> state`` — a pytree holding at least ``force (n, 3)``;
+* ``step(problem, state) -> state`` — one iteration (kept separate so that a later issue can unroll
+  it with ``lax.scan`` for unrolled gradients, or differentiate the fixed point implicitly);
+* ``force(problem, state) -> (n, 3)`` — the current force estimate;
+* ``criterion(problem, state) -> scalar`` — the termination criterion (seed 001 eq. 15 variant).
+
+:func:`solve` sanitises the problem (inactive contacts decoupled and pinned to ``λ = 0``,
+non-finite problems replaced by a harmless one), runs ``lax.while_loop`` bounded by
+``max_iterations`` with a ``done`` flag in the carry (finished lanes freeze under ``vmap``), and
+packs a :class:`ContactSolution`.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .problem import ContactProblem, Residuals, contact_residuals
+
+__all__ = ["ContactSolver", "ContactSolution", "solve", "sanitize_problem"]
+
+
+class ContactSolver(eqx.Module):
+    """Abstract solver protocol (see module docstring). Subclasses define ``max_iterations``
+    (static int), ``tolerance`` (dynamic scalar) and ``formulation`` (static str)."""
+
+    def init(self, problem: ContactProblem, warm_force: jax.Array, warm_rho: jax.Array):
+        raise NotImplementedError
+
+    def step(self, problem: ContactProblem, state):
+        raise NotImplementedError
+
+    def force(self, problem: ContactProblem, state) -> jax.Array:
+        return state.force
+
+    def criterion(self, problem: ContactProblem, state) -> jax.Array:
+        raise NotImplementedError
+
+    def rho(self, state) -> jax.Array:
+        """Final proximal parameter (ADMM-type solvers); 0 otherwise."""
+        return jnp.zeros((), state.force.dtype)
+
+    @property
+    def residual_formulation(self) -> str:
+        """Formulation whose criteria are reported in :class:`ContactSolution` residuals."""
+        return self.formulation
+
+
+class ContactSolution(eqx.Module):
+    """Result of :func:`solve`.
+
+    Fields:
+      force: ``(n, 3)`` contact forces (impulses if the problem is in impulses), frame (t1, t2, n);
+        zero for inactive contacts and for non-finite problems.
+      velocity: ``(n, 3)`` contact velocity ``G λ + g`` (without compliance).
+      iterations: int32 scalar, iterations performed.
+      converged: bool scalar, criterion ≤ tolerance (False for non-finite problems).
+      criterion: the solver's termination criterion at the returned force.
+      primal, dual, complementarity: maxima of the per-contact criteria of the solver's
+        formulation (seed 001 eq. 15; CCP / LCP variants), see ``residual_formulation``.
+      rho: final ADMM proximal parameter (reusable as warm start), 0 for other solvers.
+    """
+
+    force: jax.Array
+    velocity: jax.Array
+    iterations: jax.Array
+    converged: jax.Array
+    criterion: jax.Array
+    primal: jax.Array
+    dual: jax.Array
+    complementarity: jax.Array
+    rho: jax.Array
+
+    @property
+    def residuals(self) -> Residuals:
+        return Residuals(self.primal, self.dual, self.complementarity)
+
+
+def sanitize_problem(problem: ContactProblem) -> tuple[ContactProblem, jax.Array]:
+    """Return ``(safe_problem, finite)``.
+
+    Inactive contacts get identity Delassus blocks, zero coupling, zero free velocity and zero
+    compliance, so every formulation yields ``λ = 0`` for them. A non-finite problem is replaced by
+    ``G = I, g = 0`` (solution ``λ = 0``); ``finite`` is the scalar flag.
+    """
+    finite = problem.is_finite()
+    n = problem.num_contacts
+    dtype = problem.delassus.dtype
+    rows = jnp.repeat(problem.active, 3)
+    eye = jnp.eye(3 * n, dtype=dtype)
+    G = jnp.where(rows[:, None] & rows[None, :], problem.delassus, 0.0)
+    G = jnp.where(rows[:, None] | rows[None, :], G, eye)
+    g = jnp.where(rows, problem.free_velocity, 0.0)
+    R = jnp.where(rows, problem.compliance, 0.0)
+    mu = jnp.where(problem.active, problem.friction, 0.0)
+    G = jnp.where(finite, G, eye)
+    g = jnp.where(finite, g, 0.0)
+    R = jnp.where(finite, R, 0.0)
+    mu = jnp.where(finite, mu, 0.0)
+    safe = eqx.tree_at(
+        lambda p: (p.delassus, p.free_velocity, p.compliance, p.friction), problem, (G, g, R, mu)
+    )
+    return safe, finite
+
+
+def _warm(problem: ContactProblem, warm_start):
+    n = problem.num_contacts
+    dtype = problem.delassus.dtype
+    if warm_start is None:
+        return jnp.zeros((n, 3), dtype), jnp.zeros((), dtype)
+    if isinstance(warm_start, ContactSolution):
+        force, rho = warm_start.force, warm_start.rho
+    else:
+        force, rho = warm_start, jnp.zeros((), dtype)
+    force = jnp.asarray(force, dtype).reshape(n, 3)
+    force = jnp.where(jnp.isfinite(force), force, 0.0)
+    rho = jnp.asarray(rho, dtype)
+    rho = jnp.where(jnp.isfinite(rho) & (rho > 0), rho, 0.0)
+    return force, rho
+
+
+def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_start=None) -> ContactSolution:
+    """Solve a frictional contact problem (seed 001 §III).
+
+    Args:
+      problem: :class:`ContactProblem` with ``n`` contacts.
+      solver: a solver module (default ``ADMM(formulation="ncp")``).
+      warm_start: ``None``, an ``(n, 3)`` force array, or a previous :class:`ContactSolution`
+        (ADMM additionally reuses its ``rho``; seed 001 §III-E "warm-starting").
+    Returns:
+      :class:`ContactSolution`. jit- and vmap-compatible; never NaN: non-finite problems give
+      zero force and ``converged=False``.
+    """
+    if solver is None:
+        from .admm import ADMM
+
+        solver = ADMM(formulation="ncp")
+    safe, finite = sanitize_problem(problem)
+    warm_force, warm_rho = _warm(problem, warm_start)
+    warm_force = jnp.where(jnp.repeat(problem.active, 3).reshape(-1, 3), warm_force, 0.0)
+    state0 = solver.init(safe, warm_force, warm_rho)
+    crit0 = solver.criterion(safe, state0)
+    tol = jnp.asarray(solver.tolerance, crit0.dtype)
+    max_it = solver.max_iterations
+
+    def cond(carry):
+        _, it, done, _ = carry
+        return (~done) & (it < max_it)
+
+    def body(carry):
+        state, it, done, crit = carry
+        new = solver.step(safe, state)
+        new_crit = solver.criterion(safe, new)
+        new_crit = jnp.where(jnp.isfinite(new_crit), new_crit, jnp.inf)
+        # Frozen lanes keep their state (explicit done mask; also what vmap's select does).
+        state = jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b), state, new)
+        crit = jnp.where(done, crit, new_crit)
+        it = jnp.where(done, it, it + 1)
+        done = done | (crit <= tol)
+        return state, it, done, crit
+
+    crit0 = jnp.where(jnp.isfinite(crit0), crit0, jnp.inf)
+    carry = (state0, jnp.zeros((), jnp.int32), crit0 <= tol, crit0)
+    state, iters, done, crit = jax.lax.while_loop(cond, body, carry)
+
+    force = solver.force(safe, state)
+    ok = finite & jnp.all(jnp.isfinite(force))
+    mask = jnp.repeat(problem.active, 3).reshape(-1, 3) & ok
+    force = jnp.where(mask, force, 0.0)
+    res = contact_residuals(safe, force, solver.residual_formulation)
+    res = Residuals(*(jnp.max(x, initial=0.0) for x in res))
+    n = problem.num_contacts
+    G = jnp.where(finite, problem.delassus, 0.0)
+    g = jnp.where(finite, problem.free_velocity, 0.0)
+    velocity = (G @ force.reshape(3 * n) + g).reshape(n, 3)
+    return ContactSolution(
+        force=force,
+        velocity=velocity,
+        iterations=iters,
+        converged=done & ok,
+        criterion=jnp.where(ok, crit, jnp.inf),
+        primal=res.primal,
+        dual=res.dual,
+        complementarity=res.complementarity,
+        rho=jnp.where(ok, solver.rho(state), 0.0),
+    )

@@ -1,0 +1,120 @@
+"""ContactProblem validation, cone projections, residuals, masks and non-finite handling."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsim_contact as jc
+
+C = jc.contact
+
+
+def _simple(n=2):
+    rng = np.random.default_rng(1)
+    return C.builders.random_problem(rng, n)
+
+
+def test_bad_input_raises_naming_value():
+    p = _simple(2)
+    G, g, mu = np.asarray(p.delassus), np.asarray(p.free_velocity), np.asarray(p.friction)
+    bad = G.copy()
+    bad[0, 1] += 1.0
+    with pytest.raises(ValueError, match="symmetric"):
+        C.ContactProblem(bad, g, mu)
+    bad = G.copy()
+    bad[2, 3] = np.nan
+    with pytest.raises(ValueError, match=r"delassus\[2, 3\]"):
+        C.ContactProblem(bad, g, mu)
+    with pytest.raises(ValueError, match="free_velocity"):
+        C.ContactProblem(G, np.r_[g[:-1], np.inf], mu)
+    with pytest.raises(ValueError, match=r"friction\[1\] = -0.5"):
+        C.ContactProblem(G, g, np.array([0.3, -0.5]))
+    with pytest.raises(ValueError, match="compliance"):
+        C.ContactProblem(G, g, mu, compliance=np.array([0.1, -1.0]))
+    with pytest.raises(ValueError, match="free_velocity must have shape"):
+        C.ContactProblem(G, g[:3], mu)
+    with pytest.raises(ValueError, match="friction must have shape"):
+        C.ContactProblem(G, g, mu[:1])
+    with pytest.raises(ValueError, match="multiple of 3"):
+        C.ContactProblem(np.eye(4), np.zeros(4), np.zeros(1))
+    with pytest.raises(ValueError, match="active"):
+        C.ContactProblem(G, g, mu, active=np.array([True]))
+
+
+def test_bad_solver_options_raise():
+    with pytest.raises(ValueError, match="formulation"):
+        C.PGS("bogus")
+    with pytest.raises(ValueError, match="formulation"):
+        C.ADMM("lcp")
+    with pytest.raises(ValueError, match="factorization"):
+        C.ADMM("ncp", factorization="qr")
+    with pytest.raises(ValueError):
+        C.StaggeredProjections(max_iterations=0)
+
+
+def test_compliance_shapes():
+    p = _simple(2)
+    q = C.ContactProblem(p.delassus, p.free_velocity, p.friction, compliance=np.array([1.0, 2.0]))
+    np.testing.assert_allclose(q.compliance, [1, 1, 1, 2, 2, 2])
+    q = C.ContactProblem(p.delassus, p.free_velocity, p.friction, compliance=0.5)
+    np.testing.assert_allclose(q.compliance, np.full(6, 0.5))
+
+
+def test_cone_projection_properties():
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.normal(size=(500, 3)) * 3)
+    mu = jnp.asarray(rng.uniform(0.0, 2.0, size=500))
+    p = C.project_cone(x, mu)
+    # feasibility, idempotence, Moreau decomposition x = P_K(x) - P_K*(-x)
+    assert np.all(np.linalg.norm(p[:, :2], axis=1) <= mu * p[:, 2] + 1e-12)
+    np.testing.assert_allclose(C.project_cone(p, mu), p, atol=1e-12)
+    np.testing.assert_allclose(p - C.project_dual_cone(-x, mu), x, atol=1e-12)
+    np.testing.assert_allclose(jnp.sum(p * (p - x), axis=1), 0.0, atol=1e-9)
+    # no NaN in value or gradient at the apex and for mu = 0
+    grad = jax.grad(lambda y: jnp.sum(C.project_cone(y, jnp.zeros(2))))(jnp.zeros((2, 3)))
+    assert np.all(np.isfinite(grad))
+
+
+def test_residuals_zero_at_known_solutions():
+    # one contact, G = I: sticking (g opposes inside cone) and sliding cases in closed form
+    G = np.eye(3)
+    stick = C.ContactProblem(G, np.array([0.1, 0.0, -1.0]), np.array([0.5]))
+    r = C.residuals(stick, jnp.array([[-0.1, 0.0, 1.0]]))
+    assert max(map(float, r)) < 1e-14
+    slide = C.ContactProblem(G, np.array([2.0, 0.0, -1.0]), np.array([0.5]))
+    r = C.residuals(slide, jnp.array([[-0.5, 0.0, 1.0]]))  # c = (1.5, 0, 0): sliding, c_N = 0
+    assert max(map(float, r)) < 1e-14
+    # the same force violates the CCP criterion (CCP wants c_N = mu |c_T|)
+    assert float(C.criterion(slide, jnp.array([[-0.5, 0.0, 1.0]]), "ccp")) > 0.1
+
+
+def test_inactive_contacts_are_zero_and_decoupled():
+    rng = np.random.default_rng(3)
+    p = C.builders.random_problem(rng, 4)
+    active = np.array([True, False, True, False])
+    pm = C.ContactProblem(p.delassus, p.free_velocity, p.friction, active=active)
+    idx = np.array([0, 1, 2, 6, 7, 8])
+    pr = C.ContactProblem(np.asarray(p.delassus)[np.ix_(idx, idx)], np.asarray(p.free_velocity)[idx],
+                          np.asarray(p.friction)[[0, 2]])
+    solver = C.ADMM("ncp", tolerance=1e-10)
+    sm = C.solve(pm, solver)
+    sr = C.solve(pr, solver)
+    assert bool(sm.converged) and bool(sr.converged)
+    np.testing.assert_array_equal(np.asarray(sm.force)[~active], 0.0)
+    np.testing.assert_allclose(np.asarray(sm.force)[active], sr.force, atol=1e-7)
+
+
+@pytest.mark.parametrize("solver", [C.ADMM("ncp", max_iterations=20), C.PGS("lcp", max_iterations=20),
+                                    C.PrimalNewton(max_iterations=5), C.Raisim(max_iterations=5),
+                                    C.StaggeredProjections(max_iterations=5)])
+def test_traced_nonfinite_problem_gives_zero_force(solver):
+    p = _simple(2)
+    f = jax.jit(lambda G: C.solve(C.ContactProblem(G, p.free_velocity, p.friction), solver))
+    G = np.asarray(p.delassus).copy()
+    G[0, 0] = np.nan
+    sol = f(G)
+    assert not bool(sol.converged)
+    assert np.all(np.asarray(sol.force) == 0.0)
+    assert np.all(np.isfinite(np.asarray(sol.velocity)))
+    assert bool(f(np.asarray(p.delassus)).iterations > 0)
