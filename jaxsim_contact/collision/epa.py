@@ -1,0 +1,300 @@
+"""Expanding Polytope Algorithm (EPA) with a fixed polytope budget.
+
+Seed 000 "GJK++" §I (EPA [13]): when GJK finds the origin inside the Minkowski difference
+``D = A - B``, the penetration depth is the distance from the origin to the boundary of D. EPA
+grows a polytope inside D that contains the origin: it repeatedly takes the face closest to the
+origin, adds the support point of D along that face's normal, removes the faces that see the new
+point and closes the hole with a fan of faces along the horizon.
+
+Static-shape representation: ``max_vertices`` vertex slots and ``2 * max_vertices`` face slots,
+an ``active`` mask on faces, and per-face adjacency across each edge, so the horizon is found and
+re-stitched with gathers and scatters only (no search over all edge pairs). When the budget runs
+out or the polytope becomes numerically inconsistent the loop stops with ``converged = False``
+and returns the best face found so far — never NaN.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from ..math import safe_norm, safe_normalize
+
+__all__ = ["EPAResult", "run_epa"]
+
+SupportFn = Callable[[jax.Array], tuple[jax.Array, jax.Array, jax.Array]]
+
+
+class EPAResult(NamedTuple):
+    """Penetration along the closest face of the final polytope.
+
+    ``depth`` ≥ 0 (m; slightly negative only when the origin is within rounding of the surface),
+    ``normal`` (3,) unit outward normal of D there (= contact normal from A towards B),
+    ``point_a`` / ``point_b`` (3,) witness points with ``point_a - point_b = depth * normal``.
+    """
+
+    depth: jax.Array
+    normal: jax.Array
+    point_a: jax.Array
+    point_b: jax.Array
+    iterations: jax.Array
+    converged: jax.Array
+
+
+class _Polytope(NamedTuple):
+    vertices: jax.Array  # (V, 3) points of D
+    vertices_a: jax.Array  # (V, 3)
+    vertices_b: jax.Array  # (V, 3)
+    num_vertices: jax.Array  # int32
+    faces: jax.Array  # (F, 3) int32, counter-clockwise seen from outside
+    adjacency: jax.Array  # (F, 3) int32: face across edge e = (faces[f, e], faces[f, e+1])
+    active: jax.Array  # (F,) bool
+    normals: jax.Array  # (F, 3) outward unit normals
+    distances: jax.Array  # (F,) signed distance of the face plane from the origin
+    selectable: jax.Array  # (F,) bool: non-degenerate
+    iterations: jax.Array
+    done: jax.Array
+    converged: jax.Array
+
+
+def _face_geometry(vertices, faces, tiny_area):
+    a, b, c = vertices[faces[:, 0]], vertices[faces[:, 1]], vertices[faces[:, 2]]
+    cross = jnp.cross(b - a, c - a)
+    area2 = safe_norm(cross)
+    normal = safe_normalize(cross)
+    distance = jnp.sum(normal * a, -1)
+    return normal, distance, area2 > tiny_area
+
+
+def _raw_barycentric(a, b, c, p):
+    """Unclamped barycentric coordinates of ``p`` in the plane of abc (0 for a degenerate one)."""
+    normal = jnp.cross(b - a, c - a)
+    nn = jnp.dot(normal, normal)
+    inv = jnp.where(nn > 0, 1.0 / jnp.where(nn > 0, nn, 1.0), 0.0)
+    wa = jnp.dot(jnp.cross(b - p, c - p), normal) * inv
+    wb = jnp.dot(jnp.cross(c - p, a - p), normal) * inv
+    return jnp.stack([wa, wb, 1.0 - wa - wb])
+
+
+def _triangle_barycentric(a, b, c, p):
+    """Barycentric coordinates of ``p`` (in the plane of abc) — signed areas, degenerate-safe."""
+    normal = jnp.cross(b - a, c - a)
+    nn = jnp.dot(normal, normal)
+    inv = jnp.where(nn > 0, 1.0 / jnp.where(nn > 0, nn, 1.0), 0.0)
+    wa = jnp.dot(jnp.cross(b - p, c - p), normal) * inv
+    wb = jnp.dot(jnp.cross(c - p, a - p), normal) * inv
+    wc = 1.0 - wa - wb
+    w = jnp.stack([wa, wb, wc])
+    # Clamp into the triangle (rounding) and renormalise.
+    w = jnp.clip(w, 0.0, 1.0)
+    total = jnp.sum(w)
+    return jnp.where(total > 0, w / jnp.where(total > 0, total, 1.0), jnp.full(3, 1.0 / 3, w.dtype))
+
+
+def _initial_polytope(support_fn, gjk_points, gjk_a, gjk_b, gjk_mask, max_vertices, tiny_area):
+    """A tetrahedron of points of D whose closure contains the origin.
+
+    A rank-4 GJK simplex is used as is. Lower ranks (GJK stopped with the origin on a vertex,
+    edge or triangle of its simplex) are completed: a point → a segment through it, a segment → a
+    triangle with a support point perpendicular to it, and a triangle → a tetrahedron with the
+    support point farther from its plane. The origin then lies in the closed triangle, hence in
+    the closed tetrahedron, and a tetrahedron is always convex (a bipyramid need not be).
+    """
+    dtype = gjk_points.dtype
+    rank = jnp.sum(gjk_mask)
+    order = jnp.argsort(~gjk_mask)  # active slots first (stable)
+    p = gjk_points[order]
+    pa = gjk_a[order]
+    pb = gjk_b[order]
+    e = jnp.eye(3, dtype=dtype)
+
+    # rank 1: a second point opposite to the first (which is ~ the origin)
+    s1, s1a, s1b = support_fn(-safe_normalize(p[0], fallback=e[0]))
+    p1 = jnp.where(rank >= 2, p[1], s1)
+    p1a = jnp.where(rank >= 2, pa[1], s1a)
+    p1b = jnp.where(rank >= 2, pb[1], s1b)
+    # rank ≤ 2: a third point, the support perpendicular to the segment on its wider side
+    axis = p1 - p[0]
+    perp = safe_normalize(jnp.cross(axis, e[jnp.argmin(jnp.abs(axis))]), fallback=e[1])
+    plus, plus_a, plus_b = support_fn(perp)
+    minus, minus_a, minus_b = support_fn(-perp)
+    use_plus = jnp.dot(perp, plus - p[0]) >= -jnp.dot(perp, minus - p[0])
+    p2 = jnp.where(rank >= 3, p[2], jnp.where(use_plus, plus, minus))
+    p2a = jnp.where(rank >= 3, pa[2], jnp.where(use_plus, plus_a, minus_a))
+    p2b = jnp.where(rank >= 3, pb[2], jnp.where(use_plus, plus_b, minus_b))
+    # rank ≤ 3: the apex farther from the triangle's plane
+    normal = safe_normalize(jnp.cross(p1 - p[0], p2 - p[0]), fallback=e[2])
+    top, top_a, top_b = support_fn(normal)
+    bottom, bottom_a, bottom_b = support_fn(-normal)
+    use_top = jnp.dot(normal, top - p[0]) >= -jnp.dot(normal, bottom - p[0])
+    p3 = jnp.where(rank >= 4, p[3], jnp.where(use_top, top, bottom))
+    p3a = jnp.where(rank >= 4, pa[3], jnp.where(use_top, top_a, bottom_a))
+    p3b = jnp.where(rank >= 4, pb[3], jnp.where(use_top, top_b, bottom_b))
+
+    v = jnp.stack([p[0], p1, p2, p3])
+    va = jnp.stack([pa[0], p1a, p2a, p3a])
+    vb = jnp.stack([pb[0], p1b, p2b, p3b])
+    # Outward orientation: with a positive signed volume, these faces are counter-clockwise.
+    positive = jnp.dot(jnp.cross(v[1] - v[0], v[2] - v[0]), v[3] - v[0]) > 0
+    faces4 = jnp.where(
+        positive,
+        jnp.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]], jnp.int32),
+        jnp.array([[0, 1, 2], [0, 3, 1], [0, 2, 3], [1, 3, 2]], jnp.int32),
+    )
+    # Adjacency by matching reversed edges among the four faces.
+    edges_to = jnp.roll(faces4, -1, axis=1)
+    match = (faces4[:, :, None, None] == edges_to[None, None, :, :]) & (
+        edges_to[:, :, None, None] == faces4[None, None, :, :]
+    )
+    adjacency4 = jnp.argmax(jnp.any(match, axis=3), axis=2).astype(jnp.int32)
+
+    num_faces = 2 * max_vertices
+    vertices = jnp.zeros((max_vertices, 3), dtype).at[:4].set(v)
+    vertices_a = jnp.zeros((max_vertices, 3), dtype).at[:4].set(va)
+    vertices_b = jnp.zeros((max_vertices, 3), dtype).at[:4].set(vb)
+    faces = jnp.zeros((num_faces, 3), jnp.int32).at[:4].set(faces4)
+    adjacency = jnp.zeros((num_faces, 3), jnp.int32).at[:4].set(adjacency4)
+    active = jnp.zeros(num_faces, bool).at[:4].set(True)
+    normals, distances, selectable = _face_geometry(vertices, faces, tiny_area)
+    return _Polytope(
+        vertices, vertices_a, vertices_b, jnp.asarray(4, jnp.int32), faces, adjacency, active,
+        normals, distances, selectable,
+        iterations=jnp.zeros((), jnp.int32), done=jnp.zeros((), bool), converged=jnp.zeros((), bool),
+    )
+
+
+def _closest_face(poly: _Polytope):
+    candidates = poly.active & poly.selectable
+    return jnp.argmin(jnp.where(candidates, poly.distances, jnp.inf))
+
+
+def run_epa(
+    support_fn: SupportFn,
+    gjk_points: jax.Array,
+    gjk_support_a: jax.Array,
+    gjk_support_b: jax.Array,
+    gjk_mask: jax.Array,
+    length_scale: jax.Array,
+    *,
+    max_vertices: int,
+    tolerance: jax.Array,
+    skip: jax.Array | bool = False,
+) -> EPAResult:
+    """Penetration depth, normal and witness points of intersecting shapes.
+
+    Args:
+      support_fn: ``u ↦ (s, s_a, s_b)``, support of ``D = A - B`` in direction ``u`` (max).
+      gjk_points, gjk_support_a, gjk_support_b: ``(4, 3)`` final GJK simplex (world frame).
+      gjk_mask: ``(4,)`` its active vertices (origin inside their convex hull, up to rounding).
+      length_scale: characteristic length L (m).
+      max_vertices: static polytope budget (faces: ``2 * max_vertices``).
+      tolerance: relative; stop when the support along the closest face normal is within
+        ``tolerance * L`` of the face (the depth is then accurate to that).
+      skip: traced flag; when True the loop does not run (the result is then meaningless).
+    """
+    dtype = gjk_points.dtype
+    tol = jnp.asarray(tolerance, dtype) * length_scale
+    tiny_area = jnp.asarray(16 * jnp.finfo(dtype).eps, dtype) * length_scale**2
+    poly = _initial_polytope(
+        support_fn, gjk_points, gjk_support_a, gjk_support_b, gjk_mask, max_vertices, tiny_area
+    )
+    poly = poly._replace(done=jnp.asarray(skip))
+    num_faces = 2 * max_vertices
+
+    def body(poly: _Polytope) -> _Polytope:
+        best = _closest_face(poly)
+        normal = poly.normals[best]
+        s, s_a, s_b = support_fn(normal)
+        gap = jnp.dot(normal, s) - poly.distances[best]
+        converged = gap <= tol
+        out_of_budget = poly.num_vertices >= max_vertices
+
+        new_index = poly.num_vertices
+        # Faces that see the new point are removed; the closest face always sees it.
+        visible = poly.active & (
+            jnp.sum(poly.normals * (s - poly.vertices[poly.faces[:, 0]]), -1) > 0
+        )
+        visible = visible.at[best].set(True)
+        neighbor_visible = visible[poly.adjacency]  # (F, 3)
+        horizon = visible[:, None] & ~neighbor_visible  # (F, 3) edges to re-stitch
+        num_horizon = jnp.sum(horizon)
+        free = ~poly.active | visible
+        enough_slots = jnp.sum(free) >= num_horizon
+
+        # k-th horizon edge gets the k-th free face slot.
+        edge_ids = jnp.nonzero(horizon.reshape(-1), size=num_faces, fill_value=0)[0]
+        valid = jnp.arange(num_faces) < num_horizon
+        slots = jnp.nonzero(free, size=num_faces, fill_value=0)[0].astype(jnp.int32)
+        old_face = (edge_ids // 3).astype(jnp.int32)
+        old_edge = edge_ids % 3
+        start = poly.faces[old_face, old_edge]
+        end = poly.faces[old_face, (old_edge + 1) % 3]
+        outer = poly.adjacency[old_face, old_edge]
+
+        max_v = poly.vertices.shape[0]
+        drop = jnp.where(valid, 0, max_v)  # out-of-range index: scatter dropped
+        slot_by_start = jnp.zeros(max_v, jnp.int32).at[start + drop].set(slots, mode="drop")
+        slot_by_end = jnp.zeros(max_v, jnp.int32).at[end + drop].set(slots, mode="drop")
+        # The horizon must be one simple loop: each vertex starts and ends exactly one edge.
+        starts = jnp.zeros(max_v, jnp.int32).at[start + drop].add(1, mode="drop")
+        ends = jnp.zeros(max_v, jnp.int32).at[end + drop].add(1, mode="drop")
+        consistent = jnp.all(starts == ends) & jnp.all(starts <= 1) & (num_horizon >= 3)
+
+        new_faces = jnp.stack([start, end, jnp.full_like(start, new_index)], -1)
+        new_adjacency = jnp.stack([outer, slot_by_start[end], slot_by_end[start]], -1)
+        slot_or_drop = jnp.where(valid, slots, num_faces)
+        faces = poly.faces.at[slot_or_drop].set(new_faces, mode="drop")
+        adjacency = poly.adjacency.at[slot_or_drop].set(new_adjacency, mode="drop")
+        # The face beyond each horizon edge now borders the new face instead of the removed one.
+        outer_edge = jnp.argmax(poly.adjacency[outer] == old_face[:, None], axis=1)
+        outer_or_drop = jnp.where(valid, outer, num_faces)
+        adjacency = adjacency.at[outer_or_drop, outer_edge].set(slots, mode="drop")
+        added = jnp.zeros(num_faces, bool).at[slot_or_drop].set(True, mode="drop")
+        active = (poly.active & ~visible) | added
+
+        vertices = poly.vertices.at[new_index].set(s, mode="drop")
+        vertices_a = poly.vertices_a.at[new_index].set(s_a, mode="drop")
+        vertices_b = poly.vertices_b.at[new_index].set(s_b, mode="drop")
+        normals, distances, selectable = _face_geometry(vertices, faces, tiny_area)
+        grown = _Polytope(
+            vertices, vertices_a, vertices_b, poly.num_vertices + 1, faces, adjacency, active,
+            normals, distances, selectable,
+            iterations=poly.iterations + 1, done=jnp.zeros((), bool), converged=jnp.zeros((), bool),
+        )
+        stop = converged | out_of_budget | ~enough_slots | ~consistent
+        stopped = poly._replace(
+            iterations=poly.iterations + 1, done=jnp.ones((), bool), converged=converged
+        )
+        return jax.tree_util.tree_map(lambda a, b: jnp.where(stop, a, b), stopped, grown)
+
+    def cond(poly: _Polytope):
+        return ~poly.done & (poly.iterations < max_vertices)
+
+    poly = jax.lax.while_loop(cond, body, poly)
+
+    # Coplanar faces (flat patches of D) tie on distance; the witness must come from the one
+    # whose triangle contains the origin's projection, which exists on a convex polytope.
+    a_all = poly.vertices[poly.faces[:, 0]]
+    b_all = poly.vertices[poly.faces[:, 1]]
+    c_all = poly.vertices[poly.faces[:, 2]]
+    projection = poly.distances[:, None] * poly.normals
+    raw = jax.vmap(_raw_barycentric)(a_all, b_all, c_all, projection)
+    contains = jnp.all(raw >= -1e-9, axis=-1)
+    candidates = poly.active & poly.selectable
+    best_any = _closest_face(poly)
+    slack = tol + jnp.abs(poly.distances[best_any]) * 1e-9
+    near = poly.distances <= poly.distances[best_any] + slack
+    preferred = candidates & contains & near
+    best = jnp.where(
+        jnp.any(preferred), jnp.argmin(jnp.where(preferred, poly.distances, jnp.inf)), best_any
+    )
+    normal = poly.normals[best]
+    depth = poly.distances[best]
+    ids = poly.faces[best]
+    a, b, c = poly.vertices[ids[0]], poly.vertices[ids[1]], poly.vertices[ids[2]]
+    w = _triangle_barycentric(a, b, c, depth * normal)
+    point_a = w @ poly.vertices_a[ids]
+    point_b = w @ poly.vertices_b[ids]
+    return EPAResult(depth, normal, point_a, point_b, poly.iterations, poly.converged)

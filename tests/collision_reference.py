@@ -1,0 +1,116 @@
+"""Random shape pairs at prescribed signed distances, with coal (HPP-FCL) as the reference.
+
+Shared by the collision tests (and usable by benchmarks). Everything here is host-side numpy.
+"""
+
+from __future__ import annotations
+
+import coal
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+import jaxsim_contact as jc
+
+KINDS = ("sphere", "ellipsoid", "box", "capsule", "cylinder", "cone", "hull100", "hull1000")
+
+
+def random_shape(kind: str, rng: np.random.Generator):
+    """A random shape of size 0.05–1 m: ``(jaxsim shape, coal shape)``."""
+    def size(*shape):
+        value = rng.uniform(0.05, 1.0, size=shape)
+        return float(value) if not shape else value
+
+    if kind == "sphere":
+        r = size()
+        return jc.Sphere(r), coal.Sphere(r)
+    if kind == "ellipsoid":
+        radii = size(3)
+        return jc.Ellipsoid(radii), coal.Ellipsoid(*radii)
+    if kind == "box":
+        h = size(3)
+        return jc.Box(h), coal.Box(*(2 * h))
+    if kind in ("capsule", "cylinder", "cone"):
+        r, h = size(), 0.5 * size()
+        jc_cls = {"capsule": jc.Capsule, "cylinder": jc.Cylinder, "cone": jc.Cone}[kind]
+        coal_cls = {"capsule": coal.Capsule, "cylinder": coal.Cylinder, "cone": coal.Cone}[kind]
+        return jc_cls(r, h), coal_cls(r, 2 * h)
+    if kind.startswith("hull"):
+        n = int(kind[4:])
+        # Points on a random ellipsoid surface (all on the hull) plus jitter inside.
+        radii = size(3)
+        directions = rng.normal(size=(n, 3))
+        directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+        points = directions * radii * rng.uniform(0.9, 1.0, size=(n, 1))
+        # A fixed padded size lets hulls with different vertex counts share one batch.
+        mesh = jc.ConvexMesh.from_points(
+            points, max_vertices=n, max_neighbors=48, max_faces=2 * n
+        )
+        hull_points = np.asarray(mesh.vertices)[np.asarray(mesh.vertex_mask)]
+        vec = coal.StdVec_Vec3s()
+        for p in hull_points:
+            vec.append(p)
+        return mesh, coal.Convex.convexHull(vec, False, None)
+    raise ValueError(kind)
+
+
+def coal_request() -> coal.DistanceRequest:
+    req = coal.DistanceRequest()
+    req.gjk_tolerance = 1e-12
+    req.gjk_convergence_criterion = coal.GJKConvergenceCriterion.DualityGap
+    req.gjk_convergence_criterion_type = coal.GJKConvergenceCriterionType.Absolute
+    req.gjk_max_iterations = 10_000
+    req.epa_tolerance = 1e-9
+    req.epa_max_iterations = 10_000
+    return req
+
+
+def coal_distance(shape_a, tf_a, shape_b, tf_b):
+    """``(signed distance, normal a→b, point_a, point_b)`` from coal."""
+    res = coal.DistanceResult()
+    d = coal.distance(shape_a, tf_a, shape_b, tf_b, coal_request(), res)
+    return d, np.array(res.normal), np.array(res.getNearestPoint1()), np.array(res.getNearestPoint2())
+
+
+def make_pairs(kind_a: str, kind_b: str, targets, samples: int, seed: int):
+    """Random pairs placed at each target signed distance (metres).
+
+    Returns ``(shapes_a, shapes_b, poses_a, poses_b, reference)``: shapes and ``jc.Transform``
+    stacked along a leading batch axis of ``len(targets) * samples``, and coal's signed distance
+    at the final poses (for separated targets it equals the target to coal's accuracy).
+    """
+    rng = np.random.default_rng(seed)
+    jc_a, jc_b, pos_a, quat_a, pos_b, quat_b, refs = [], [], [], [], [], [], []
+    for target in targets:
+        for _ in range(samples):
+            sa, ca = random_shape(kind_a, rng)
+            sb, cb = random_shape(kind_b, rng)
+            ra, rb = Rotation.random(random_state=rng), Rotation.random(random_state=rng)
+            direction = rng.normal(size=3)
+            direction /= np.linalg.norm(direction)
+            pa = rng.uniform(-1, 1, 3)
+            pb = pa + 4.0 * direction
+            tf_a = coal.Transform3s(ra.as_matrix(), pa)
+            d0, normal, _, _ = coal_distance(ca, tf_a, cb, coal.Transform3s(rb.as_matrix(), pb))
+            # Translating b along the separation normal changes the distance by exactly the shift
+            # while separated; for penetration the reference is coal's EPA at the final pose.
+            pb = pb + (target - d0) * normal
+            ref, _, _, _ = coal_distance(ca, tf_a, cb, coal.Transform3s(rb.as_matrix(), pb))
+            jc_a.append(sa)
+            jc_b.append(sb)
+            pos_a.append(pa)
+            pos_b.append(pb)
+            quat_a.append(np.roll(ra.as_quat(), 1))  # scipy (x,y,z,w) -> (w,x,y,z)
+            quat_b.append(np.roll(rb.as_quat(), 1))
+            refs.append(ref)
+    stack = lambda shapes: jax.tree.map(lambda *x: jnp.stack(x), *shapes)  # noqa: E731
+    poses_a = jc.Transform(jnp.asarray(np.array(pos_a)), jnp.asarray(np.array(quat_a)))
+    poses_b = jc.Transform(jnp.asarray(np.array(pos_b)), jnp.asarray(np.array(quat_b)))
+    return stack(jc_a), stack(jc_b), poses_a, poses_b, np.array(refs)
+
+
+def world_support_value(shape, pose, direction_world):
+    """``max_{p ∈ shape} <direction, p>`` in the world frame (our own support, for checks)."""
+    local = pose.inverse_rotate(direction_world)
+    return jnp.dot(direction_world, pose.apply(jc.support(shape, local)))
