@@ -170,13 +170,16 @@ def box_stack(masses, half_size: float = 0.1, friction: float = 0.5) -> RigidCon
 
 
 def random_problem(rng: np.random.Generator, num_contacts: int, num_dofs: int | None = None,
-                   friction_range=(0.2, 1.0), dtype=np.float64) -> ContactProblem:
+                   friction_range=(0.2, 1.0), dtype=np.float64,
+                   coupling: float | None = None) -> ContactProblem:
     """A random feasible problem: ``G = J M⁻¹ Jᵀ`` from a random ``(3n, n_v)`` ``J`` and SPD ``M``,
     ``g = J v_f`` with ``v_f`` pushing the contacts into penetration on average. With
-    ``num_dofs < 3n`` the Delassus matrix is rank deficient (hyperstatic, seed 001 §II)."""
+    ``num_dofs < 3n`` the Delassus matrix is rank deficient (hyperstatic, seed 001 §II). With
+    ``coupling = c`` the Jacobian is ``I + c · noise`` (``num_dofs = 3n``): a well-conditioned,
+    nearly diagonal ``G`` for small ``c`` (the regime where Gauss-Seidel is expected to converge)."""
     m = 3 * num_contacts
     nv = m if num_dofs is None else num_dofs
-    J = rng.normal(size=(m, nv))
+    J = rng.normal(size=(m, nv)) if coupling is None else np.eye(m) + coupling * rng.normal(size=(m, m))
     B = rng.normal(size=(nv, nv))
     M = B @ B.T / nv + np.eye(nv)
     G = J @ np.linalg.solve(M, J.T)
