@@ -92,6 +92,17 @@ def _minkowski_support(shape_a, pose_a, shape_b, pose_b, core: bool):
     return fn
 
 
+def _pair_scale_and_start(shape_a, pose_a, shape_b, pose_b, warm_start, dtype):
+    """Characteristic length L (sum of bounding radii, m) and GJK's initial direction x0: the
+    given warm start or the difference of the shape centres (seed 000 §IV)."""
+    length = shape_a.bounding_radius().astype(dtype) + shape_b.bounding_radius().astype(dtype)
+    if warm_start is not None:
+        return length, jnp.asarray(warm_start, dtype)
+    center_a = pose_a.apply(shape_a.center.astype(dtype))
+    center_b = pose_b.apply(shape_b.center.astype(dtype))
+    return length, center_a - center_b
+
+
 def _plane_distance(plane_pose: Transform, shape: Shape, pose: Transform, dtype):
     """Half-space ``z ≤ 0`` (plane frame) against a convex shape: one support query."""
     normal = plane_pose.rotate(jnp.array([0.0, 0.0, 1.0], dtype))
@@ -148,10 +159,7 @@ def distance(
 
     tolerance = default_tolerance(dtype) if tolerance is None else tolerance
     epa_tolerance = _default_epa_tolerance(dtype) if epa_tolerance is None else epa_tolerance
-    length = shape_a.bounding_radius().astype(dtype) + shape_b.bounding_radius().astype(dtype)
-    center_a = pose_a.apply(shape_a.center.astype(dtype))
-    center_b = pose_b.apply(shape_b.center.astype(dtype))
-    x0 = center_a - center_b if warm_start is None else jnp.asarray(warm_start, dtype)
+    length, x0 = _pair_scale_and_start(shape_a, pose_a, shape_b, pose_b, warm_start, dtype)
 
     swept = shape_a.has_inflation or shape_b.has_inflation
     core_support = _minkowski_support(shape_a, pose_a, shape_b, pose_b, core=True)
@@ -231,10 +239,7 @@ def intersection_query(
         result = distance(shape_a, pose_a, shape_b, pose_b)
         return result.signed_distance <= 0, result.iterations, result.converged
     tolerance = default_tolerance(dtype) if tolerance is None else tolerance
-    length = shape_a.bounding_radius().astype(dtype) + shape_b.bounding_radius().astype(dtype)
-    center_a = pose_a.apply(shape_a.center.astype(dtype))
-    center_b = pose_b.apply(shape_b.center.astype(dtype))
-    x0 = center_a - center_b if warm_start is None else jnp.asarray(warm_start, dtype)
+    length, x0 = _pair_scale_and_start(shape_a, pose_a, shape_b, pose_b, warm_start, dtype)
     # Boolean queries run on the full shapes: the separating-plane test <d, s> > 0 must see the
     # radii of swept shapes.
     support = _minkowski_support(shape_a, pose_a, shape_b, pose_b, core=False)

@@ -79,14 +79,8 @@ def _raw_barycentric(a, b, c, p):
 
 
 def _triangle_barycentric(a, b, c, p):
-    """Barycentric coordinates of ``p`` (in the plane of abc) — signed areas, degenerate-safe."""
-    normal = jnp.cross(b - a, c - a)
-    nn = jnp.dot(normal, normal)
-    inv = jnp.where(nn > 0, 1.0 / jnp.where(nn > 0, nn, 1.0), 0.0)
-    wa = jnp.dot(jnp.cross(b - p, c - p), normal) * inv
-    wb = jnp.dot(jnp.cross(c - p, a - p), normal) * inv
-    wc = 1.0 - wa - wb
-    w = jnp.stack([wa, wb, wc])
+    """Barycentric coordinates of ``p`` (in the plane of abc), clamped into the triangle."""
+    w = _raw_barycentric(a, b, c, p)
     # Clamp into the triangle (rounding) and renormalise.
     w = jnp.clip(w, 0.0, 1.0)
     total = jnp.sum(w)
