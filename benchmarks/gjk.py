@@ -81,16 +81,8 @@ def random_rotations(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
-    """Rotation matrices ``(..., 3, 3)`` of unit quaternions ``(..., 4)`` (w, x, y, z)."""
-    w, x, y, z = np.moveaxis(q, -1, 0)
-    return np.stack(
-        [
-            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
-        ],
-        -2,
-    )
+    """Rotation matrices ``(..., 3, 3)`` of unit quaternions ``(..., 4)`` (w, x, y, z), as numpy."""
+    return np.asarray(jc.math.quat_to_matrix(jnp.asarray(q)))
 
 
 def median_time(fn, repeats: int) -> float:
