@@ -4,7 +4,8 @@ Public names follow the contract in DESIGN §5. Importing the package never chan
 configuration (enable float64 yourself with ``jax.config.update("jax_enable_x64", True)``).
 """
 
-from . import collision, contact, geometry
+from . import collision, contact, dynamics, geometry, io
+from .dynamics import bias_forces, body_poses, init, mass_matrix, rollout, step
 from .geometry import (
     Box,
     Capsule,
@@ -18,7 +19,9 @@ from .geometry import (
     support,
 )
 from .math import Transform
-from .types import GeomType
+from .io import load
+from .model import Model, Options, State
+from .types import GeomType, JointType
 
 __version__ = "0.1.0"
 
@@ -27,7 +30,20 @@ __all__ = [
     "collision",
     "contact",
     "geometry",
+    "dynamics",
+    "io",
     "GeomType",
+    "JointType",
+    "Model",
+    "Options",
+    "State",
+    "load",
+    "init",
+    "step",
+    "rollout",
+    "body_poses",
+    "mass_matrix",
+    "bias_forces",
     "Transform",
     "Shape",
     "Sphere",

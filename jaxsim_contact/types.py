@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["GeomType"]
+__all__ = ["GeomType", "JointType"]
 
 
 class GeomType(enum.IntEnum):
@@ -18,3 +18,37 @@ class GeomType(enum.IntEnum):
     BOX = 5
     CONE = 6
     MESH = 7
+
+
+class JointType(enum.IntEnum):
+    """Joint types; the integers equal MuJoCo's ``mjtJoint`` so compiled models map one to one.
+
+    A body welded to its parent (URDF ``fixed``, an MJCF body without a joint) has no joint at all.
+
+    ========  =====  =====  =============================================================
+    type      nq     nv     coordinates (MuJoCo layout)
+    ========  =====  =====  =============================================================
+    FREE      7      6      q: position (3, world) + quaternion (4, w first);
+                            v: linear velocity of the body origin (3, world frame) +
+                            angular velocity (3, body frame)
+    BALL      4      3      q: quaternion relative to the parent frame; v: angular velocity
+                            (3, body frame)
+    SLIDE     1      1      q: displacement along the axis (m) measured from ``qpos0``
+    HINGE     1      1      q: angle about the axis (rad) measured from ``qpos0``
+    ========  =====  =====  =============================================================
+    """
+
+    FREE = 0
+    BALL = 1
+    SLIDE = 2
+    HINGE = 3
+
+    @property
+    def nq(self) -> int:
+        """Number of position coordinates."""
+        return (7, 4, 1, 1)[self]
+
+    @property
+    def nv(self) -> int:
+        """Number of velocity coordinates (degrees of freedom)."""
+        return (6, 3, 1, 1)[self]

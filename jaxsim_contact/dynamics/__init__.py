@@ -1,0 +1,26 @@
+"""Rigid-body dynamics: kinematics, CRBA mass matrix, RNEA bias, manifold integration, stepping."""
+
+from .crba import composite_inertias, mass_matrix
+from .integration import integrate_positions
+from .kinematics import Kinematics, body_poses, body_velocities, forward_kinematics, motion_axes
+from .rnea import actuator_forces, bias_forces, passive_forces
+from .step import SmoothDynamics, init, rollout, smooth_dynamics, step
+
+__all__ = [
+    "Kinematics",
+    "forward_kinematics",
+    "body_poses",
+    "motion_axes",
+    "body_velocities",
+    "composite_inertias",
+    "mass_matrix",
+    "bias_forces",
+    "passive_forces",
+    "actuator_forces",
+    "integrate_positions",
+    "SmoothDynamics",
+    "smooth_dynamics",
+    "init",
+    "step",
+    "rollout",
+]

@@ -1,0 +1,129 @@
+"""Generalised forces: bias (recursive Newton–Euler), passive (springs, dampers), actuators.
+
+Bias (Coriolis, centrifugal and gravity), the ``b(q, v)`` / ``C(q, v) v + g(q)`` of seed 004
+§II-C eq. (1): RNEA with zero joint acceleration (Featherstone RBDA §5.3), with gravity entering as
+a fictitious upward acceleration of the world (as MuJoCo's ``mj_rne``). In the world frame:
+
+    a_i  = [0; -g] + Σ_{dofs d moving i} Ṡ_d v_d,          Ṡ_d = V_frame(d) ×ₘ S_d
+    f_i  = I_i a_i + V_i ×f (I_i V_i)
+    τ_d  = S_dᵀ Σ_{j in subtree(body(d))} f_j
+
+``V_frame(d)`` is the velocity of the frame in which dof ``d``'s axis is fixed (see
+:attr:`~jaxsim_contact.model.KinematicTree.dof_frame_velocity`); it reproduces MuJoCo's
+``cdof_dot`` and therefore its ``qfrc_bias``. Ancestor sums and subtree sums are products with
+static incidence matrices (no loop over bodies).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..model import Model
+from ..types import JointType
+from .crba import body_spatial_inertias
+from .kinematics import Kinematics, body_velocities, forward_kinematics, motion_axes
+from .spatial import cross_force, cross_motion
+
+__all__ = ["bias_forces", "bias_forces_from_kinematics", "passive_forces", "actuator_forces"]
+
+
+def bias_forces_from_kinematics(
+    model: Model, kin: Kinematics, axes: jax.Array, v: jax.Array
+) -> jax.Array:
+    """``(nv,)`` bias forces from precomputed kinematics and dof motion axes ``(nv, 6)``."""
+    tree = model.tree
+    dtype = axes.dtype
+    if tree.nv == 0:
+        return jnp.zeros((0,), dtype)
+    v = v.astype(dtype)
+    dof_body = np.asarray(tree.dof_body, dtype=np.int64)
+    dof_parent_body = np.asarray(tree.body_parent, dtype=np.int64)[dof_body]
+    moves = jnp.asarray(tree.dof_moves_body, dtype=dtype)
+
+    weighted_axes = axes * v[:, None]
+    body_vel = moves @ weighted_axes  # (nbody, 6)
+    frame_vel = body_vel[dof_parent_body] + jnp.asarray(tree.dof_frame_velocity, dtype) @ weighted_axes
+    axes_rate = cross_motion(frame_vel, axes)  # Ṡ_d
+
+    gravity = model.options.gravity.astype(dtype)
+    world_acc = jnp.concatenate([jnp.zeros(3, dtype), -gravity])
+    body_acc = world_acc + moves @ (axes_rate * v[:, None])
+
+    inertia = body_spatial_inertias(model, kin)
+    momentum = jnp.einsum("bij,bj->bi", inertia, body_vel)
+    force = jnp.einsum("bij,bj->bi", inertia, body_acc) + cross_force(body_vel, momentum)
+    subtree_force = jnp.asarray(tree.body_ancestor.T, dtype) @ force  # [i] = Σ_{j below i} f_j
+    return jnp.sum(axes * subtree_force[dof_body], axis=-1)
+
+
+def bias_forces(model: Model, q: jax.Array, v: jax.Array) -> jax.Array:
+    """Bias forces ``C(q, v) v + g(q)`` ``(nv,)``: Coriolis, centrifugal and gravity.
+
+    Equals MuJoCo's ``qfrc_bias``. The equation of motion is ``M v̇ = τ - bias``.
+    """
+    kin = forward_kinematics(model, q)
+    return bias_forces_from_kinematics(model, kin, motion_axes(model, kin), v)
+
+
+def _scalar_joint_dofs(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Hinge/slide joints: (joint index, qpos address, dof address) arrays."""
+    tree = model.tree
+    joints = np.asarray(
+        [j for j, t in enumerate(tree.joint_type) if t in (JointType.HINGE, JointType.SLIDE)],
+        dtype=np.int64,
+    )
+    qpos = np.asarray(tree.joint_qpos_adr, dtype=np.int64)[joints] if joints.size else joints
+    dofs = np.asarray(tree.joint_dof_adr, dtype=np.int64)[joints] if joints.size else joints
+    return joints, qpos, dofs
+
+
+def passive_forces(model: Model, q: jax.Array, v: jax.Array) -> jax.Array:
+    """Passive forces ``(nv,)``: joint damping ``-damping · v`` and hinge/slide springs
+    ``-stiffness · (q - qpos_spring)``. Equals MuJoCo's ``qfrc_passive`` (no fluid, no gravcomp:
+    the loader rejects those)."""
+    dtype = v.dtype
+    force = -model.dof_damping.astype(dtype) * v
+    joints, qpos, dofs = _scalar_joint_dofs(model)
+    if joints.size:
+        spring = -model.joint_stiffness.astype(dtype)[joints] * (
+            q[qpos] - model.qpos_spring.astype(dtype)[qpos]
+        )
+        force = force.at[dofs].add(spring)
+    return force
+
+
+def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | None) -> jax.Array:
+    """Generalised actuator forces ``(nv,)`` (MuJoCo ``qfrc_actuator``).
+
+    For actuator ``k`` on joint ``j`` with gear ``g``: ``ctrl`` clamped to its range (if limited),
+    ``force = gain·ctrl + b0 + b1·(g q_j) + b2·(g v_j)`` clamped to the force range (if limited),
+    generalised force ``g · force`` on the joint's dof. A torque motor has ``b = 0``; a position
+    servo has ``gain = kp``, ``b = (0, -kp, -kv)``.
+    """
+    dtype = v.dtype
+    out = jnp.zeros((model.nv,), dtype)
+    if model.nu == 0:
+        return out
+    ctrl = jnp.asarray(ctrl, dtype)
+    ctrl_range = model.actuator_ctrl_range.astype(dtype)
+    ctrl = jnp.where(
+        jnp.asarray(model.actuator_ctrl_limited),
+        jnp.clip(ctrl, ctrl_range[:, 0], ctrl_range[:, 1]),
+        ctrl,
+    )
+    joints = np.asarray(model.actuator_joint, dtype=np.int64)
+    qpos = np.asarray(model.tree.joint_qpos_adr, dtype=np.int64)[joints]
+    dofs = np.asarray(model.tree.joint_dof_adr, dtype=np.int64)[joints]
+    gear = model.actuator_gear.astype(dtype)
+    bias = model.actuator_bias.astype(dtype)
+    length, velocity = gear * q[qpos], gear * v[dofs]
+    force = model.actuator_gain.astype(dtype) * ctrl + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity
+    force_range = model.actuator_force_range.astype(dtype)
+    force = jnp.where(
+        jnp.asarray(model.actuator_force_limited),
+        jnp.clip(force, force_range[:, 0], force_range[:, 1]),
+        force,
+    )
+    return out.at[dofs].add(gear * force)

@@ -1,0 +1,112 @@
+"""Contact-free time stepping: ``init``, ``step``, ``rollout`` (semi-implicit Euler).
+
+One step (DESIGN §2 stages 1, 5 and 8; seed 001 §II-A time stepping, seed 004 §II-C):
+
+    M, bias           at q                                   (CRBA, RNEA)
+    τ_smooth          = passive(q, v) + actuators(q, v, ctrl) - bias
+    [contact stage]   τ_constraint from the contact problem   (not yet: zero)
+    v⁺ = v + dt (M + dt·D)⁻¹ (τ_smooth + τ_constraint)        D = diag(dof_damping)
+    q⁺ = q ⊕ v⁺ dt                                            (manifold integration)
+
+This is MuJoCo's ``Euler`` integrator, including its implicit treatment of joint damping
+(``eulerdamp``), so contact-free trajectories can be compared with MuJoCo C step by step.
+``(M + dt·D)`` is factorised once by Cholesky; the contact stage will reuse that factor for the
+Delassus matrix.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+
+from ..model import ErrorFlag, Model, State
+from .crba import mass_matrix_from_kinematics
+from .integration import integrate_positions
+from .kinematics import forward_kinematics, motion_axes
+from .rnea import actuator_forces, bias_forces_from_kinematics, passive_forces
+
+__all__ = ["init", "step", "rollout", "smooth_dynamics", "SmoothDynamics"]
+
+
+class SmoothDynamics(eqx.Module):
+    """Everything the contact stage needs from the contact-free dynamics at one state.
+
+    Attributes:
+      mass_matrix: ``(nv, nv)`` ``M(q)``, armature included.
+      cholesky: ``(nv, nv)`` lower Cholesky factor of ``M + dt·diag(damping)``.
+      smooth_force: ``(nv,)`` passive + actuator - bias generalised forces.
+      free_velocity: ``(nv,)`` velocity after one step without constraints, ``v_f``.
+    """
+
+    mass_matrix: jax.Array
+    cholesky: jax.Array
+    smooth_force: jax.Array
+    free_velocity: jax.Array
+
+
+def init(model: Model, q: jax.Array | None = None, v: jax.Array | None = None) -> State:
+    """Initial state: ``q = qpos0`` (MuJoCo's reference configuration), ``v = 0``, ``time = 0``."""
+    dtype = model.dtype
+    q = model.qpos0 if q is None else jnp.asarray(q, dtype)
+    v = jnp.zeros((model.nv,), dtype) if v is None else jnp.asarray(v, dtype)
+    return State(q=q, v=v, time=jnp.zeros((), dtype), error=jnp.zeros((), jnp.int32))
+
+
+def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> SmoothDynamics:
+    """Contact-free quantities of one step (DESIGN §2 stage 5)."""
+    q, v = state.q, state.v
+    dt = model.options.dt.astype(q.dtype)
+    kin = forward_kinematics(model, q)
+    axes = motion_axes(model, kin)
+    mass = mass_matrix_from_kinematics(model, kin, axes)
+    bias = bias_forces_from_kinematics(model, kin, axes, v)
+    force = passive_forces(model, q, v) + actuator_forces(model, q, v, ctrl) - bias
+    damping = model.dof_damping.astype(q.dtype)
+    chol = jnp.linalg.cholesky(mass + dt * jnp.diag(damping))
+    acc = jsl.cho_solve((chol, True), force)
+    return SmoothDynamics(mass_matrix=mass, cholesky=chol, smooth_force=force, free_velocity=v + dt * acc)
+
+
+def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
+    """Advance one time step ``model.options.dt`` (contact-free semi-implicit Euler).
+
+    Args:
+      model: the scene.
+      state: current state.
+      ctrl: ``(nu,)`` actuator controls, or ``None`` (zeros) for a model without actuators.
+    Returns:
+      The next state; ``error`` gains ``ErrorFlag.NON_FINITE_STATE`` if ``q`` or ``v`` is not finite.
+    """
+    if ctrl is None:
+        ctrl = jnp.zeros((model.nu,), state.q.dtype)
+    dt = model.options.dt.astype(state.q.dtype)
+    smooth = smooth_dynamics(model, state, ctrl)
+    v_next = smooth.free_velocity
+
+    # ---- contact stage (DESIGN §2 stages 2-4, 6-7) goes here ------------------------------------
+    # Given the candidate contacts at state.q, build J (3nc × nv), the Delassus matrix
+    # G = J (M + dt D)⁻¹ Jᵀ from smooth.cholesky, g = J v_next + stabilisation, solve for λ and set
+    #     v_next = v_next + cho_solve(smooth.cholesky, Jᵀ λ)
+    # ---------------------------------------------------------------------------------------------
+
+    q_next = integrate_positions(model, state.q, v_next, dt)
+    finite = jnp.all(jnp.isfinite(q_next)) & jnp.all(jnp.isfinite(v_next))
+    error = state.error | jnp.where(finite, 0, ErrorFlag.NON_FINITE_STATE).astype(jnp.int32)
+    return State(q=q_next, v=v_next, time=state.time + dt, error=error)
+
+
+def rollout(model: Model, state: State, ctrls: jax.Array) -> tuple[State, State]:
+    """``lax.scan`` of :func:`step` over the leading axis of ``ctrls`` ``(T, nu)`` (``nu`` may be 0).
+
+    Returns:
+      ``(final_state, trajectory)``; ``trajectory`` stacks the state after each step (leading
+      axis ``T``).
+    """
+
+    def body(carry: State, ctrl: jax.Array):
+        nxt = step(model, carry, ctrl)
+        return nxt, nxt
+
+    return jax.lax.scan(body, state, ctrls)

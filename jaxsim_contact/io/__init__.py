@@ -1,0 +1,24 @@
+"""Loading models: MJCF and URDF through the MuJoCo compiler, with host-side validation."""
+
+from .errors import (
+    InvalidFrictionError,
+    InvalidInertiaError,
+    InvalidMassError,
+    MissingAssetError,
+    ModelError,
+    ModelParseError,
+    UnsupportedFeatureError,
+)
+from .loader import from_mjmodel, load
+
+__all__ = [
+    "load",
+    "from_mjmodel",
+    "ModelError",
+    "ModelParseError",
+    "MissingAssetError",
+    "InvalidMassError",
+    "InvalidInertiaError",
+    "InvalidFrictionError",
+    "UnsupportedFeatureError",
+]

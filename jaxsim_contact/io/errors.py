@@ -1,0 +1,50 @@
+"""Exceptions raised by :func:`jaxsim_contact.load` (host side, before anything is traced).
+
+Every message names the model file, the offending element (kind and name, or index when unnamed)
+and the offending value, so that a user can find the line to fix.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ModelError",
+    "ModelParseError",
+    "MissingAssetError",
+    "InvalidMassError",
+    "InvalidInertiaError",
+    "InvalidFrictionError",
+    "UnsupportedFeatureError",
+]
+
+
+class ModelError(ValueError):
+    """Base class: the model file describes something physically or syntactically invalid."""
+
+
+class ModelParseError(ModelError):
+    """The file is not well-formed XML, or the MuJoCo compiler rejected its syntax."""
+
+
+class MissingAssetError(ModelError, FileNotFoundError):
+    """A mesh (or other asset) file referenced by the model does not exist."""
+
+
+class InvalidMassError(ModelError):
+    """A body has a negative mass, or a non-positive mass although a joint moves it."""
+
+
+class InvalidInertiaError(ModelError):
+    """A body's rotational inertia is not positive definite (or violates the triangle inequality)."""
+
+
+class InvalidFrictionError(ModelError):
+    """A geom has a negative (or non-finite) friction coefficient."""
+
+
+class UnsupportedFeatureError(NotImplementedError):
+    """The model uses an element or attribute value this engine does not simulate yet."""
+
+
+def describe(kind: str, name: str, index: int) -> str:
+    """``"body 'torso'"`` or ``"body #3"`` when the element is unnamed."""
+    return f"{kind} '{name}'" if name else f"{kind} #{index}"

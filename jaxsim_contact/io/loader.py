@@ -1,0 +1,232 @@
+"""``jc.load``: MJCF / URDF → :class:`~jaxsim_contact.model.Model` through the MuJoCo compiler.
+
+MuJoCo resolves defaults, includes, ``fromto``, inertias computed from geoms, fused static bodies
+and URDF conversion; we then copy the compiled ``mjModel`` arrays into our own pytree. ``mujoco``
+is imported here only: nothing in the simulation calls it.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..model import KinematicTree, Model, Options
+from ..types import GeomType, JointType
+from .errors import (
+    InvalidInertiaError,
+    InvalidMassError,
+    MissingAssetError,
+    ModelError,
+    ModelParseError,
+    UnsupportedFeatureError,
+)
+from .urdf import add_floating_base, inline_unreadable_meshes, resolve_mesh_files
+from .validation import check_compiled, check_spec, check_xml, parse_xml
+
+__all__ = ["load", "from_mjmodel"]
+
+# mjtGeom → GeomType (hfield and SDF are rejected by validation).
+_GEOM_FROM_MJ = {
+    0: GeomType.PLANE,
+    2: GeomType.SPHERE,
+    3: GeomType.CAPSULE,
+    4: GeomType.ELLIPSOID,
+    5: GeomType.CYLINDER,
+    6: GeomType.BOX,
+    7: GeomType.MESH,
+}
+
+
+def load(
+    path: str | Path,
+    *,
+    package_dirs: Sequence[str | Path] = (),
+    floating_base: bool = False,
+    balance_inertia: bool = False,
+    ignore_equality: bool = False,
+    dtype=None,
+) -> Model:
+    """Load an MJCF (``<mujoco>``) or URDF (``<robot>``) file into a :class:`Model`.
+
+    Args:
+      path: model file.
+      package_dirs: directories searched for URDF ``package://PKG/...`` mesh URIs (before the
+        installed ``example-robot-data`` tree).
+      floating_base: give each top-level body without a joint a free joint. MuJoCo welds URDF
+        roots to the world, so pass ``True`` for legged robots and humanoids.
+      balance_inertia: let MuJoCo's compiler repair inertias that violate the triangle inequality
+        (``<compiler balanceinertia="true">``; e.g. the Allegro hand URDF needs it). Otherwise
+        such an inertia raises ``InvalidInertiaError``.
+      ignore_equality: drop equality constraints (e.g. those MuJoCo creates for URDF ``mimic``
+        joints) with a warning instead of raising ``UnsupportedFeatureError``.
+      dtype: floating dtype of the model's arrays; default ``float64`` when JAX x64 is enabled,
+        else ``float32``.
+
+    Raises:
+      FileNotFoundError: ``path`` does not exist.
+      ModelParseError: malformed XML or syntax the MuJoCo compiler rejects.
+      MissingAssetError: a mesh file that does not exist (also a ``FileNotFoundError``).
+      InvalidMassError, InvalidInertiaError, InvalidFrictionError: bad physical parameters.
+      UnsupportedFeatureError: (a ``NotImplementedError``) a joint type or element the engine does
+        not simulate (tendons, equality constraints, fluid forces, muscle actuators, ...).
+      All messages name the file, the element and the value.
+    """
+    import mujoco
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"model file not found: {path}")
+    check_xml(parse_xml(path), path)
+    try:
+        spec = mujoco.MjSpec.from_file(str(path))
+    except ValueError as err:
+        raise _translate_compiler_error(err, path) from None
+    if floating_base:
+        add_floating_base(spec)
+    resolve_mesh_files(spec, path, package_dirs)
+    check_spec(spec, path, balance_inertia)
+    inline_unreadable_meshes(spec, path)
+    if balance_inertia:
+        spec.compiler.balanceinertia = True
+    if ignore_equality:
+        _drop_equalities(spec, path)
+    try:
+        mj = spec.compile()
+    except ValueError as err:
+        raise _translate_compiler_error(err, path) from None
+    check_compiled(mj, path)
+    return from_mjmodel(mj, source=str(path), dtype=dtype)
+
+
+def _drop_equalities(spec, path: Path) -> None:
+    equalities = list(spec.equalities)
+    if equalities:
+        names = [e.name or f"#{i}" for i, e in enumerate(equalities)]
+        warnings.warn(f"{path}: ignoring equality constraint(s) {names}", stacklevel=3)
+    for equality in equalities:
+        spec.delete(equality)
+
+
+def _translate_compiler_error(err: ValueError, path: Path) -> Exception:
+    """Map a MuJoCo compiler message onto our specific exception types (keeping its text)."""
+    text = " ".join(str(err).split())
+    if "Error opening file" in text or "could not open" in text.lower():
+        return MissingAssetError(f"{path}: {text}")
+    if "mass" in text and "moving bodies" in text:
+        return InvalidMassError(f"{path}: {text}")
+    if "inertia" in text:
+        return InvalidInertiaError(f"{path}: {text}")
+    if re.search(r"XML (parse )?Error|Unrecognized|unrecognized|invalid keyword", text):
+        return ModelParseError(f"{path}: {text}")
+    if "not supported" in text.lower():
+        return UnsupportedFeatureError(f"{path}: {text}")
+    return ModelError(f"{path}: MuJoCo compiler: {text}")
+
+
+def _tree_from_mjmodel(mj) -> KinematicTree:
+    parent = tuple(int(p) for p in mj.body_parentid)
+    depth = [0] * mj.nbody
+    for b in range(1, mj.nbody):
+        depth[b] = depth[parent[b]] + 1
+    levels = tuple(
+        tuple(b for b in range(1, mj.nbody) if depth[b] == d)
+        for d in range(1, max(depth, default=0) + 1)
+    )
+    return KinematicTree(
+        body_parent=parent,
+        body_joint_adr=tuple(int(a) for a in mj.body_jntadr),
+        body_joint_num=tuple(int(n) for n in mj.body_jntnum),
+        joint_type=tuple(JointType(int(t)) for t in mj.jnt_type),
+        joint_body=tuple(int(b) for b in mj.jnt_bodyid),
+        joint_qpos_adr=tuple(int(a) for a in mj.jnt_qposadr),
+        joint_dof_adr=tuple(int(a) for a in mj.jnt_dofadr),
+        dof_body=tuple(int(b) for b in mj.dof_bodyid),
+        dof_joint=tuple(int(j) for j in mj.dof_jntid),
+        levels=levels,
+    )
+
+
+def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
+    """Convert a compiled ``mujoco.MjModel`` (already validated) into a :class:`Model`.
+
+    The result follows MuJoCo's body, joint, ``qpos`` and ``qvel`` order exactly.
+    """
+    import mujoco
+
+    dtype = dtype or jnp.result_type(float)
+
+    def arr(x, shape=None):
+        a = np.asarray(x, dtype=np.float64)
+        if shape is not None:
+            a = a.reshape(shape)
+        return jnp.asarray(a, dtype=dtype)
+
+    def names(obj_type, count):
+        return tuple(mujoco.mj_id2name(mj, obj_type, i) or "" for i in range(count))
+
+    gravity = np.asarray(mj.opt.gravity, dtype=np.float64)
+    if mj.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_GRAVITY):
+        gravity = np.zeros(3)
+
+    nu = mj.nu
+    actuator_joint = tuple(int(j) for j in mj.actuator_trnid[:, 0]) if nu else ()
+    meshes = tuple(
+        arr(mj.mesh_vert[mj.mesh_vertadr[i]: mj.mesh_vertadr[i] + mj.mesh_vertnum[i]])
+        for i in range(mj.nmesh)
+    )
+    body_names = names(mujoco.mjtObj.mjOBJ_BODY, mj.nbody)
+    exclude_pairs = tuple(
+        (int(signature >> 16) - 1, int(signature & 0xFFFF) - 1)
+        for signature in np.asarray(mj.exclude_signature, dtype=np.int64)
+    )
+
+    return Model(
+        tree=_tree_from_mjmodel(mj),
+        body_pos=arr(mj.body_pos, (mj.nbody, 3)),
+        body_quat=arr(mj.body_quat, (mj.nbody, 4)),
+        body_mass=arr(mj.body_mass, (mj.nbody,)),
+        body_ipos=arr(mj.body_ipos, (mj.nbody, 3)),
+        body_iquat=arr(mj.body_iquat, (mj.nbody, 4)),
+        body_inertia=arr(mj.body_inertia, (mj.nbody, 3)),
+        joint_pos=arr(mj.jnt_pos, (mj.njnt, 3)),
+        joint_axis=arr(mj.jnt_axis, (mj.njnt, 3)),
+        joint_range=arr(mj.jnt_range, (mj.njnt, 2)),
+        joint_stiffness=arr(mj.jnt_stiffness, (mj.njnt,)),
+        qpos0=arr(mj.qpos0, (mj.nq,)),
+        qpos_spring=arr(mj.qpos_spring, (mj.nq,)),
+        dof_armature=arr(mj.dof_armature, (mj.nv,)),
+        dof_damping=arr(mj.dof_damping, (mj.nv,)),
+        dof_frictionloss=arr(mj.dof_frictionloss, (mj.nv,)),
+        actuator_gain=arr(mj.actuator_gainprm[:, 0], (nu,)),
+        actuator_bias=arr(mj.actuator_biasprm[:, :3], (nu, 3)),
+        actuator_gear=arr(mj.actuator_gear[:, 0], (nu,)),
+        actuator_ctrl_range=arr(mj.actuator_ctrlrange, (nu, 2)),
+        actuator_force_range=arr(mj.actuator_forcerange, (nu, 2)),
+        geom_size=arr(mj.geom_size, (mj.ngeom, 3)),
+        geom_pos=arr(mj.geom_pos, (mj.ngeom, 3)),
+        geom_quat=arr(mj.geom_quat, (mj.ngeom, 4)),
+        geom_friction=arr(mj.geom_friction, (mj.ngeom, 3)),
+        geom_margin=arr(mj.geom_margin, (mj.ngeom,)),
+        mesh_vertices=meshes,
+        options=Options(dt=arr(mj.opt.timestep), gravity=arr(gravity)),
+        body_names=body_names,
+        joint_names=names(mujoco.mjtObj.mjOBJ_JOINT, mj.njnt),
+        joint_limited=tuple(bool(x) for x in mj.jnt_limited),
+        actuator_names=names(mujoco.mjtObj.mjOBJ_ACTUATOR, nu),
+        actuator_joint=actuator_joint,
+        actuator_ctrl_limited=tuple(bool(x) for x in mj.actuator_ctrllimited),
+        actuator_force_limited=tuple(bool(x) for x in mj.actuator_forcelimited),
+        geom_names=names(mujoco.mjtObj.mjOBJ_GEOM, mj.ngeom),
+        geom_type=tuple(_GEOM_FROM_MJ[int(t)] for t in mj.geom_type),
+        geom_body=tuple(int(b) for b in mj.geom_bodyid),
+        geom_contype=tuple(int(c) for c in mj.geom_contype),
+        geom_conaffinity=tuple(int(c) for c in mj.geom_conaffinity),
+        geom_mesh=tuple(int(m) for m in mj.geom_dataid),
+        exclude_body_pairs=exclude_pairs,
+        source=source,
+    )

@@ -1,0 +1,261 @@
+"""Host-side validation of a model, before and after MuJoCo compiles it.
+
+Three passes, each raising a specific exception from :mod:`.errors` that names the file, the
+element and the value:
+
+1. :func:`check_xml` on the raw XML tree: well-formedness (with line and column), joint types and
+   elements this engine does not simulate. Runs first because MuJoCo's own messages for these are
+   terse or refer to internal ids.
+2. :func:`check_spec` on the parsed ``mujoco.MjSpec``: explicit masses and inertias, friction,
+   mesh files. MuJoCo would reject some of these later with a less specific message (and accepts
+   negative friction silently).
+3. :func:`check_compiled` on the compiled ``mujoco.MjModel``: everything the compiler derived
+   (inertias from geoms, fused static bodies, defaults), plus features present only after includes
+   and defaults are resolved (tendons, equality constraints, unsupported actuators).
+"""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+
+from .errors import (
+    InvalidFrictionError,
+    InvalidInertiaError,
+    InvalidMassError,
+    MissingAssetError,
+    ModelParseError,
+    UnsupportedFeatureError,
+    describe,
+)
+
+__all__ = ["parse_xml", "check_xml", "check_spec", "check_compiled"]
+
+# MJCF joint types and URDF joint types this engine simulates.
+_MJCF_JOINT_TYPES = {"free", "ball", "slide", "hinge"}
+_URDF_JOINT_TYPES = {"revolute", "continuous", "prismatic", "fixed", "floating"}
+# MJCF elements that change the dynamics in ways the engine does not model yet.
+_MJCF_UNSUPPORTED_ELEMENTS = {
+    "tendon": "tendons",
+    "equality": "equality constraints",
+    "flexcomp": "deformable (flex) objects",
+    "flex": "deformable (flex) objects",
+    "composite": "composite objects",
+    "plugin": "engine plugins",
+    "extension": "engine plugins",
+    "hfield": "height fields",
+}
+_MJCF_SUPPORTED_ACTUATORS = {"motor", "position", "general"}
+_MJCF_UNSUPPORTED_ACTUATORS = {
+    "velocity", "intvelocity", "damper", "cylinder", "muscle", "adhesion", "plugin",
+}
+
+# Relative tolerance of the inertia triangle inequality (A + B >= C), as MuJoCo's compiler.
+_TRIANGLE_RTOL = 1e-9
+
+
+def parse_xml(path: Path) -> ET.Element:
+    """Parse ``path`` as XML; :class:`ModelParseError` with line and column when malformed."""
+    try:
+        return ET.parse(path).getroot()
+    except ET.ParseError as err:
+        line, column = err.position
+        raise ModelParseError(
+            f"{path}: malformed XML at line {line}, column {column}: {err}"
+        ) from None
+
+
+def check_xml(root: ET.Element, path: Path) -> str:
+    """Check the raw XML; returns ``"mjcf"`` or ``"urdf"``."""
+    if root.tag == "robot":
+        # Only the robot's own joints: <transmission> also holds <joint> elements (without type).
+        for joint in root.findall("joint"):
+            jtype = joint.get("type", "")
+            if jtype not in _URDF_JOINT_TYPES:
+                raise UnsupportedFeatureError(
+                    f"{path}: URDF joint '{joint.get('name', '')}' has type '{jtype}', which is "
+                    f"not supported (supported: {sorted(_URDF_JOINT_TYPES)})"
+                )
+        return "urdf"
+    if root.tag != "mujoco":
+        raise ModelParseError(
+            f"{path}: root element <{root.tag}> is neither <mujoco> (MJCF) nor <robot> (URDF)"
+        )
+    parent_of = {child: parent for parent in root.iter() for child in parent}
+    for element in root.iter():
+        tag = element.tag
+        if tag == "joint" and element.get("type", "hinge") not in _MJCF_JOINT_TYPES:
+            raise UnsupportedFeatureError(
+                f"{path}: <joint name='{element.get('name', '')}'> has type "
+                f"'{element.get('type')}', which is not supported "
+                f"(supported: {sorted(_MJCF_JOINT_TYPES)})"
+            )
+        if tag in _MJCF_UNSUPPORTED_ELEMENTS:
+            raise UnsupportedFeatureError(
+                f"{path}: element <{tag}> ({_MJCF_UNSUPPORTED_ELEMENTS[tag]}) is not supported"
+            )
+        # <velocity> etc. declare actuators inside <actuator> (or their defaults in <default>).
+        parent = parent_of.get(element)
+        if tag in _MJCF_UNSUPPORTED_ACTUATORS and parent is not None and parent.tag in (
+            "actuator", "default"
+        ):
+            raise UnsupportedFeatureError(
+                f"{path}: actuator <{tag} name='{element.get('name', '')}'> is not supported "
+                f"(supported: {sorted(_MJCF_SUPPORTED_ACTUATORS)} on hinge/slide joints)"
+            )
+    return "mjcf"
+
+
+def _check_inertia(values: np.ndarray, where: str, triangle: bool = True, moving: bool = True) -> None:
+    """Check principal moments ``values`` (3,): positive definite for a body moved by a joint
+    (positive semi-definite for a welded body, whose inertia is only added to its parent's), and
+    (optionally) the triangle inequality A + B >= C that every rigid body satisfies."""
+    a, b, c = np.sort(values)
+    tolerance = 1e-12 * max(abs(c), 1e-300)  # rounding of an eigen-decomposition
+    if not np.all(np.isfinite(values)) or (a <= 0 if moving else a < -tolerance):
+        kind = "positive definite" if moving else "positive semi-definite"
+        raise InvalidInertiaError(f"{where}: inertia {values.tolist()} is not {kind}")
+    if triangle and moving and a + b < c * (1 - _TRIANGLE_RTOL):
+        raise InvalidInertiaError(
+            f"{where}: principal inertia {values.tolist()} violates the triangle inequality "
+            f"A + B >= C (no rigid body has it); pass balance_inertia=True to jc.load to let "
+            f"MuJoCo's compiler repair it"
+        )
+
+
+def _full_inertia_eigenvalues(full: np.ndarray) -> np.ndarray:
+    """Eigenvalues of the symmetric matrix given as MuJoCo's (xx, yy, zz, xy, xz, yz)."""
+    xx, yy, zz, xy, xz, yz = full
+    mat = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    return np.linalg.eigvalsh(mat)
+
+
+def check_spec(spec, path: Path, balance_inertia: bool = False) -> None:
+    """Validate explicit inertials, friction and mesh files of a parsed ``mujoco.MjSpec``.
+
+    With ``balance_inertia`` the triangle inequality is left to MuJoCo's ``balanceinertia``
+    repair; positive definiteness is always required.
+    """
+    for index, body in enumerate(spec.bodies):
+        if index == 0:
+            continue
+        where = f"{path}: {describe('body', body.name, index)}"
+        # A moving leaf body must carry its own mass; a moving body with children may be massless
+        # in the file when welded children are fused into it (checked again after compiling).
+        moving_leaf = len(body.joints) > 0 and len(body.bodies) == 0
+        if body.explicitinertial:
+            mass = float(body.mass)
+            if not np.isfinite(mass) or mass < 0 or (moving_leaf and mass <= 0):
+                raise InvalidMassError(
+                    f"{where} has mass {mass}; a body moved by a joint needs a positive mass "
+                    f"and no body may have a negative one"
+                )
+            full = np.asarray(body.fullinertia, dtype=float)
+            if np.isfinite(full[0]):
+                moments = _full_inertia_eigenvalues(full)
+            else:
+                moments = np.asarray(body.inertia, dtype=float)
+            if mass > 0 or np.any(moments != 0):
+                _check_inertia(moments, where, not balance_inertia, moving_leaf)
+    for index, geom in enumerate(spec.geoms):
+        friction = np.asarray(geom.friction, dtype=float)
+        if not np.all(np.isfinite(friction)) or np.any(friction < 0):
+            raise InvalidFrictionError(
+                f"{path}: {describe('geom', geom.name, index)} has friction {friction.tolist()}; "
+                f"friction coefficients must be finite and non-negative"
+            )
+    model_dir = Path(spec.modelfiledir or path.parent)
+    mesh_dir = model_dir / (spec.meshdir or "")
+    for index, mesh in enumerate(spec.meshes):
+        if not mesh.file:
+            continue
+        mesh_path = Path(mesh.file)
+        if not mesh_path.is_absolute():
+            mesh_path = mesh_dir / mesh_path
+        if not mesh_path.is_file():
+            raise MissingAssetError(
+                f"{path}: {describe('mesh', mesh.name, index)} refers to file '{mesh.file}', "
+                f"which does not exist (looked for {os.fspath(mesh_path)})"
+            )
+
+
+def check_compiled(mj, path: Path) -> None:
+    """Validate a compiled ``mujoco.MjModel`` against what the engine simulates."""
+    import mujoco
+
+    def name(obj_type, index: int) -> str:
+        return mujoco.mj_id2name(mj, obj_type, index) or ""
+
+    counts = {
+        "tendon": mj.ntendon,
+        "equality constraint": mj.neq,
+        "flex": mj.nflex,
+        "plugin": mj.nplugin,
+        "height field": mj.nhfield,
+    }
+    for kind, count in counts.items():
+        if count:
+            raise UnsupportedFeatureError(f"{path}: {count} {kind} element(s); not supported")
+    if mj.opt.density != 0 or mj.opt.viscosity != 0:
+        raise UnsupportedFeatureError(
+            f"{path}: <option density={mj.opt.density} viscosity={mj.opt.viscosity}>: fluid "
+            f"forces are not supported"
+        )
+
+    jnt_body = np.asarray(mj.jnt_bodyid)
+    moving = np.zeros(mj.nbody, dtype=bool)
+    moving[jnt_body] = True
+    for b in range(1, mj.nbody):
+        where = f"{path}: {describe('body', name(mujoco.mjtObj.mjOBJ_BODY, b), b)}"
+        mass = float(mj.body_mass[b])
+        if mass < 0 or (moving[b] and mass <= 0) or not np.isfinite(mass):
+            raise InvalidMassError(f"{where} has mass {mass} (moved by a joint: {bool(moving[b])})")
+        if moving[b] or mass > 0:
+            _check_inertia(np.asarray(mj.body_inertia[b], dtype=float), where)
+        if mj.body_gravcomp[b] != 0:
+            raise UnsupportedFeatureError(
+                f"{where} has gravcomp={mj.body_gravcomp[b]}; gravity compensation is not supported"
+            )
+
+    for j in range(mj.njnt):
+        jtype = int(mj.jnt_type[j])
+        if jtype in (0, 1) and mj.jnt_stiffness[j] != 0:
+            raise UnsupportedFeatureError(
+                f"{path}: {describe('joint', name(mujoco.mjtObj.mjOBJ_JOINT, j), j)}: stiffness "
+                f"{mj.jnt_stiffness[j]} on a free/ball joint is not supported (hinge/slide only)"
+            )
+
+    friction = np.asarray(mj.geom_friction)
+    for g in range(mj.ngeom):
+        if not np.all(np.isfinite(friction[g])) or np.any(friction[g] < 0):
+            raise InvalidFrictionError(
+                f"{path}: {describe('geom', name(mujoco.mjtObj.mjOBJ_GEOM, g), g)} has friction "
+                f"{friction[g].tolist()}; friction coefficients must be finite and non-negative"
+            )
+        if int(mj.geom_type[g]) not in _SUPPORTED_MJ_GEOMS:
+            raise UnsupportedFeatureError(
+                f"{path}: {describe('geom', name(mujoco.mjtObj.mjOBJ_GEOM, g), g)} has type "
+                f"{mujoco.mjtGeom(int(mj.geom_type[g])).name}, which is not supported"
+            )
+
+    for a in range(mj.nu):
+        where = f"{path}: {describe('actuator', name(mujoco.mjtObj.mjOBJ_ACTUATOR, a), a)}"
+        if int(mj.actuator_trntype[a]) != int(mujoco.mjtTrn.mjTRN_JOINT):
+            raise UnsupportedFeatureError(f"{where}: only joint transmissions are supported")
+        if int(mj.jnt_type[mj.actuator_trnid[a, 0]]) not in (2, 3):
+            raise UnsupportedFeatureError(f"{where}: only hinge/slide joints can be actuated")
+        if int(mj.actuator_dyntype[a]) != int(mujoco.mjtDyn.mjDYN_NONE):
+            raise UnsupportedFeatureError(f"{where}: actuator dynamics (dyntype) not supported")
+        if int(mj.actuator_gaintype[a]) != int(mujoco.mjtGain.mjGAIN_FIXED):
+            raise UnsupportedFeatureError(f"{where}: only fixed gains are supported")
+        if int(mj.actuator_biastype[a]) not in (
+            int(mujoco.mjtBias.mjBIAS_NONE), int(mujoco.mjtBias.mjBIAS_AFFINE)
+        ):
+            raise UnsupportedFeatureError(f"{where}: only none/affine bias is supported")
+
+
+# MuJoCo geom types we can represent: plane, sphere, capsule, ellipsoid, cylinder, box, mesh.
+_SUPPORTED_MJ_GEOMS = {0, 2, 3, 4, 5, 6, 7}
