@@ -1,6 +1,7 @@
 """Rigid-body dynamics: kinematics, CRBA mass matrix, RNEA bias, manifold integration, stepping."""
 
 from .crba import composite_inertias, mass_matrix
+from .energy import kinetic_energy, potential_energy, spatial_momentum
 from .integration import integrate_positions
 from .kinematics import Kinematics, body_poses, body_velocities, forward_kinematics, motion_axes
 from .rnea import actuator_forces, bias_forces, passive_forces
@@ -18,6 +19,9 @@ __all__ = [
     "passive_forces",
     "actuator_forces",
     "integrate_positions",
+    "kinetic_energy",
+    "potential_energy",
+    "spatial_momentum",
     "SmoothDynamics",
     "smooth_dynamics",
     "init",

@@ -46,8 +46,11 @@ def mass_matrix_from_kinematics(model: Model, kin: Kinematics, axes: jax.Array) 
     dof_body = np.asarray(tree.dof_body, dtype=np.int64)
     momentum = jnp.einsum("dij,dj->di", composite[dof_body], axes)  # Ic_{body(a)} S_a
     products = momentum @ axes.T  # [a, b] = S_bᵀ Ic_{body(a)} S_a
-    lower = jnp.asarray(tree.dof_ancestor)  # body(b) is body(a) or an ancestor
-    full = jnp.where(lower, products, jnp.where(lower.T, products.T, 0.0))
+    # Lower triangle (b <= a; MuJoCo orders ancestor dofs first) where body(b) is body(a) or an
+    # ancestor; mirrored so that M is exactly symmetric.
+    pattern = tree.dof_ancestor & np.tril(np.ones((tree.nv, tree.nv), dtype=bool))
+    lower = jnp.where(jnp.asarray(pattern), products, 0.0)
+    full = lower + lower.T - jnp.diag(jnp.diagonal(lower))
     return full + jnp.diag(model.dof_armature.astype(dtype))
 
 

@@ -9,10 +9,11 @@ from .errors import (
     ModelParseError,
     UnsupportedFeatureError,
 )
-from .loader import from_mjmodel, load
+from .loader import compile_mjmodel, from_mjmodel, load
 
 __all__ = [
     "load",
+    "compile_mjmodel",
     "from_mjmodel",
     "ModelError",
     "ModelParseError",

@@ -28,7 +28,7 @@ from .errors import (
 from .urdf import add_floating_base, inline_unreadable_meshes, resolve_mesh_files
 from .validation import check_compiled, check_spec, check_xml, parse_xml
 
-__all__ = ["load", "from_mjmodel"]
+__all__ = ["load", "compile_mjmodel", "from_mjmodel"]
 
 # mjtGeom → GeomType (hfield and SDF are rejected by validation).
 _GEOM_FROM_MJ = {
@@ -53,6 +53,10 @@ def load(
 ) -> Model:
     """Load an MJCF (``<mujoco>``) or URDF (``<robot>``) file into a :class:`Model`.
 
+    The model follows MuJoCo's body, joint, ``qpos`` and ``qvel`` order; :func:`compile_mjmodel`
+    with the same arguments gives the MuJoCo C model it was converted from (for comparisons and
+    benchmarks).
+
     Args:
       path: model file.
       package_dirs: directories searched for URDF ``package://PKG/...`` mesh URIs (before the
@@ -76,6 +80,26 @@ def load(
         not simulate (tendons, equality constraints, fluid forces, muscle actuators, ...).
       All messages name the file, the element and the value.
     """
+    mj = compile_mjmodel(
+        path,
+        package_dirs=package_dirs,
+        floating_base=floating_base,
+        balance_inertia=balance_inertia,
+        ignore_equality=ignore_equality,
+    )
+    return from_mjmodel(mj, source=str(path), dtype=dtype)
+
+
+def compile_mjmodel(
+    path: str | Path,
+    *,
+    package_dirs: Sequence[str | Path] = (),
+    floating_base: bool = False,
+    balance_inertia: bool = False,
+    ignore_equality: bool = False,
+):
+    """Validate and compile ``path`` with MuJoCo into a ``mujoco.MjModel`` (arguments and
+    exceptions as :func:`load`)."""
     import mujoco
 
     path = Path(path)
@@ -100,7 +124,7 @@ def load(
     except ValueError as err:
         raise _translate_compiler_error(err, path) from None
     check_compiled(mj, path)
-    return from_mjmodel(mj, source=str(path), dtype=dtype)
+    return mj
 
 
 def _drop_equalities(spec, path: Path) -> None:
@@ -120,7 +144,8 @@ def _translate_compiler_error(err: ValueError, path: Path) -> Exception:
     if "mass" in text and "moving bodies" in text:
         return InvalidMassError(f"{path}: {text}")
     if "inertia" in text:
-        return InvalidInertiaError(f"{path}: {text}")
+        hint = "; pass balance_inertia=True to jc.load to repair it" if "A + B >= C" in text else ""
+        return InvalidInertiaError(f"{path}: {text}{hint}")
     if re.search(r"XML (parse )?Error|Unrecognized|unrecognized|invalid keyword", text):
         return ModelParseError(f"{path}: {text}")
     if "not supported" in text.lower():

@@ -145,7 +145,8 @@ def check_spec(spec, path: Path, balance_inertia: bool = False) -> None:
         where = f"{path}: {describe('body', body.name, index)}"
         # A moving leaf body must carry its own mass; a moving body with children may be massless
         # in the file when welded children are fused into it (checked again after compiling).
-        moving_leaf = len(body.joints) > 0 and len(body.bodies) == 0
+        moving = len(body.joints) > 0
+        moving_leaf = moving and len(body.bodies) == 0
         if body.explicitinertial:
             mass = float(body.mass)
             if not np.isfinite(mass) or mass < 0 or (moving_leaf and mass <= 0):
@@ -159,7 +160,7 @@ def check_spec(spec, path: Path, balance_inertia: bool = False) -> None:
             else:
                 moments = np.asarray(body.inertia, dtype=float)
             if mass > 0 or np.any(moments != 0):
-                _check_inertia(moments, where, not balance_inertia, moving_leaf)
+                _check_inertia(moments, where, not balance_inertia, moving)
     for index, geom in enumerate(spec.geoms):
         friction = np.asarray(geom.friction, dtype=float)
         if not np.all(np.isfinite(friction)) or np.any(friction < 0):
