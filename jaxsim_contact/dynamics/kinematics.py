@@ -10,7 +10,7 @@ expressed in the body frame:
 * free: the body frame *is* ``(q[0:3], q[3:7])`` in the world (free bodies are world children).
 
 Quaternions read from ``q`` are normalised (as MuJoCo does), so slightly drifted states are fine.
-Poses are computed one tree level at a time (a static Python loop over depth levels, each level
+Poses are computed one tree level at a time (a ``lax.scan`` over depth levels, each level
 vectorised over its bodies); velocities are sums over ancestors, i.e. one matrix product.
 """
 
@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..math import Transform, quat_from_axis_angle, quat_mul, quat_normalize, quat_rotate, quat_to_matrix
+from ..math import Transform, quat_from_axis_angle, quat_normalize, quat_rotate, quat_to_matrix
 from ..model import Model
 from ..types import JointType
 from .spatial import rotational_motion
@@ -94,50 +94,92 @@ def joint_transforms(model: Model, q: jax.Array) -> tuple[jax.Array, jax.Array]:
     return pos, quat
 
 
+def _local_frames(model: Model, q: jax.Array):
+    """Body frames in their parent's frame, and each joint's frame just before it acts.
+
+    Returns:
+      ``(local, before_joint)``: ``Transform`` ``(nbody,)`` of each body in its parent frame
+      (offset ∘ joint 1 ∘ joint 2 ∘ …; for a free body its world pose), and ``Transform``
+      ``(njnt,)`` of the frame in which each joint's anchor and axis are given, in the parent
+      body's frame.
+    """
+    tree = model.tree
+    dtype = q.dtype
+    joint_pos, joint_quat = joint_transforms(model, q)
+    jtype = np.asarray(tree.joint_type, dtype=np.int64)
+    slots = tree.joint_slots  # (nbody, max joints per body), -1 when empty
+    frame = Transform(model.body_pos.astype(dtype), model.body_quat.astype(dtype))
+    before = []  # frame before slot k, for all bodies
+    for k in range(tree.max_joints_per_body):  # static; MuJoCo bodies have a few joints at most
+        before.append(frame)
+        jnt = slots[:, k]
+        jnt_idx = np.where(jnt >= 0, jnt, 0)
+        moved = frame @ Transform(joint_pos[jnt_idx], joint_quat[jnt_idx])
+        is_free = jnp.asarray((jnt >= 0) & (jtype[jnt_idx] == int(JointType.FREE)))[:, None]
+        valid = jnp.asarray(jnt >= 0)[:, None]
+        frame = Transform(
+            jnp.where(valid, jnp.where(is_free, joint_pos[jnt_idx], moved.pos), frame.pos),
+            jnp.where(valid, jnp.where(is_free, joint_quat[jnt_idx], moved.quat), frame.quat),
+        )
+    if tree.njnt:
+        # joint j is slot (j - body_joint_adr[body]) of its body
+        body = np.asarray(tree.joint_body, dtype=np.int64)
+        slot = np.arange(tree.njnt) - np.asarray(tree.body_joint_adr, dtype=np.int64)[body]
+        before_joint = Transform(
+            jnp.stack([f.pos for f in before])[slot, body],
+            jnp.stack([f.quat for f in before])[slot, body],
+        )
+    else:
+        before_joint = Transform(jnp.zeros((0, 3), dtype), jnp.zeros((0, 4), dtype).at[:, 0].set(1.0))
+    return frame, before_joint
+
+
+def _level_table(model: Model) -> np.ndarray:
+    """``(nlevels, width)`` bodies per tree level, padded with ``nbody`` (a scratch row)."""
+    levels = model.tree.levels
+    width = max((len(level) for level in levels), default=1)
+    table = np.full((max(len(levels), 1), width), model.nbody, dtype=np.int64)
+    for i, level in enumerate(levels):
+        table[i, : len(level)] = level
+    return table
+
+
 def forward_kinematics(model: Model, q: jax.Array) -> Kinematics:
     """Body poses, inertias and joint anchors/axes in the world frame at configuration ``q`` (nq,).
 
     Matches MuJoCo's ``mj_kinematics`` (``xpos``, ``xquat``, ``xipos``, ``xanchor``, ``xaxis``).
+    World poses are composed level by level down the tree in a ``lax.scan`` over depth (each level
+    vectorised over its bodies; the compiled program does not grow with the depth).
     """
     tree = model.tree
     dtype = q.dtype
-    nbody, njnt = tree.nbody, tree.njnt
-    joint_pos, joint_quat = joint_transforms(model, q)
-    jtype = np.asarray(tree.joint_type, dtype=np.int64)
-    slots = tree.joint_slots
+    nbody = tree.nbody
+    local, before_joint = _local_frames(model, q)
 
-    world_pos = jnp.zeros((nbody, 3), dtype)
-    world_quat = jnp.zeros((nbody, 4), dtype).at[:, 0].set(1.0)
-    anchor = jnp.zeros((njnt, 3), dtype)
-    axis = jnp.zeros((njnt, 3), dtype)
-    body_offset = Transform(model.body_pos.astype(dtype), model.body_quat.astype(dtype))
+    table = _level_table(model)
+    parent = np.append(np.asarray(tree.body_parent, dtype=np.int64), 0)  # scratch row's parent
+    # one extra scratch row (index nbody) absorbs the padding of narrow levels
+    local_pos = jnp.concatenate([local.pos, jnp.zeros((1, 3), dtype)])
+    local_quat = jnp.concatenate([local.quat, jnp.zeros((1, 4), dtype).at[:, 0].set(1.0)])
 
-    for level in tree.levels:  # static loop over tree depth, vectorised within a level
-        bodies = np.asarray(level)
-        parents = np.asarray([tree.body_parent[b] for b in level])
-        frame = Transform(world_pos[parents], world_quat[parents]) @ Transform(
-            body_offset.pos[bodies], body_offset.quat[bodies]
-        )
-        for k in range(max(tree.body_joint_num[b] for b in level)):
-            jnt = slots[bodies, k]
-            valid = jnt >= 0
-            jnt_idx = np.where(valid, jnt, 0)
-            # Anchor and axis in the world, in the frame just before this joint acts.
-            anchor = anchor.at[jnt[valid]].set(frame.apply(model.joint_pos[jnt_idx])[valid])
-            axis = axis.at[jnt[valid]].set(frame.rotate(model.joint_axis[jnt_idx])[valid])
-            moved = frame @ Transform(joint_pos[jnt_idx], joint_quat[jnt_idx])
-            is_free = jnp.asarray(valid & (jtype[jnt_idx] == int(JointType.FREE)))[:, None]
-            valid_col = jnp.asarray(valid)[:, None]
-            new_pos = jnp.where(is_free, joint_pos[jnt_idx], moved.pos)
-            new_quat = jnp.where(is_free, joint_quat[jnt_idx], moved.quat)
-            frame = Transform(
-                jnp.where(valid_col, new_pos, frame.pos), jnp.where(valid_col, new_quat, frame.quat)
-            )
-            if np.any(valid & (jtype[jnt_idx] == int(JointType.FREE))):
-                free_rows = np.nonzero(valid & (jtype[jnt_idx] == int(JointType.FREE)))[0]
-                anchor = anchor.at[jnt[free_rows]].set(frame.pos[free_rows])
-        world_pos = world_pos.at[bodies].set(frame.pos)
-        world_quat = world_quat.at[bodies].set(frame.quat)
+    def compose_level(world, bodies):
+        pos, quat = world
+        parents = jnp.asarray(parent)[bodies]
+        composed = Transform(pos[parents], quat[parents]) @ Transform(local_pos[bodies], local_quat[bodies])
+        return (pos.at[bodies].set(composed.pos), quat.at[bodies].set(composed.quat)), None
+
+    world0 = (jnp.zeros((nbody + 1, 3), dtype), jnp.zeros((nbody + 1, 4), dtype).at[:, 0].set(1.0))
+    (world_pos, world_quat), _ = jax.lax.scan(compose_level, world0, jnp.asarray(table))
+    world_pos, world_quat = world_pos[:nbody], world_quat[:nbody]
+
+    # joint anchors and axes: the parent's world frame ∘ the frame just before the joint
+    joint_body = np.asarray(tree.joint_body, dtype=np.int64)
+    joint_parent = np.asarray(tree.body_parent, dtype=np.int64)[joint_body]
+    frame = Transform(world_pos[joint_parent], world_quat[joint_parent]) @ before_joint
+    anchor = frame.apply(model.joint_pos.astype(dtype))
+    axis = frame.rotate(model.joint_axis.astype(dtype))
+    is_free = jnp.asarray(np.asarray(tree.joint_type, dtype=np.int64) == int(JointType.FREE))[:, None]
+    anchor = jnp.where(is_free, world_pos[joint_body], anchor)  # MuJoCo: a free joint's anchor is the body origin
 
     rot = quat_to_matrix(world_quat)
     com = world_pos + quat_rotate(world_quat, model.body_ipos.astype(dtype))

@@ -23,7 +23,7 @@ import numpy as np
 from ..model import Model
 from ..types import JointType
 from .crba import body_spatial_inertias
-from .kinematics import Kinematics, body_velocities, forward_kinematics, motion_axes
+from .kinematics import Kinematics, forward_kinematics, motion_axes
 from .spatial import cross_force, cross_motion
 
 __all__ = ["bias_forces", "bias_forces_from_kinematics", "passive_forces", "actuator_forces"]

@@ -8,7 +8,6 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-import jaxsim_contact as jc
 from jaxsim_contact.io.urdf import default_package_dirs
 
 MODELS = Path(__file__).resolve().parent.parent / "models"

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import struct
-import warnings
 from pathlib import Path
 
 import equinox as eqx
