@@ -205,8 +205,9 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         for i in range(mj.nmesh)
     )
     body_names = names(mujoco.mjtObj.mjOBJ_BODY, mj.nbody)
+    # MuJoCo encodes an <exclude> as (body1 << 16) + body2
     exclude_pairs = tuple(
-        (int(signature >> 16) - 1, int(signature & 0xFFFF) - 1)
+        (int(signature >> 16), int(signature & 0xFFFF))
         for signature in np.asarray(mj.exclude_signature, dtype=np.int64)
     )
 

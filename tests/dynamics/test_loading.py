@@ -74,6 +74,15 @@ def test_model_structure_is_static_and_parameters_are_dynamic(scene):
                                [0.8, 0.01, 0.001])
 
 
+def test_contact_exclusions_are_kept_as_body_pairs(tmp_path):
+    body = ('<body name="a"><freejoint/><geom size="0.1"/></body>'
+            '<body name="b"><freejoint/><geom size="0.1"/>'
+            '<body name="c"><joint/><geom size="0.1"/></body></body>')
+    path = write(tmp_path, mjcf(body, '<contact><exclude body1="a" body2="c"/></contact>'))
+    model = jc.load(path)
+    assert model.exclude_body_pairs == ((model.body_names.index("a"), model.body_names.index("c")),)
+
+
 def test_dtype_option_and_astype():
     model32 = jc.load(MODELS / "pendulum.xml", dtype=jnp.float32)
     assert all(x.dtype == jnp.float32 for x in jax.tree_util.tree_leaves(model32)
