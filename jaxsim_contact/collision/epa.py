@@ -33,6 +33,9 @@ class EPAResult(NamedTuple):
     ``depth`` ≥ 0 (m; slightly negative only when the origin is within rounding of the surface),
     ``normal`` (3,) unit outward normal of D there (= contact normal from A towards B),
     ``point_a`` / ``point_b`` (3,) witness points with ``point_a - point_b = depth * normal``.
+    ``degenerate``: D has no 3-D extent (the cores of swept spheres: point - point, point -
+    segment, parallel segments); ``depth`` is then 0, ``normal`` is perpendicular to D's span
+    (any unit vector for a point) and the witnesses must come from GJK's simplex.
     """
 
     depth: jax.Array
@@ -41,6 +44,7 @@ class EPAResult(NamedTuple):
     point_b: jax.Array
     iterations: jax.Array
     converged: jax.Array
+    degenerate: jax.Array
 
 
 class _Polytope(NamedTuple):
@@ -159,6 +163,19 @@ def _initial_polytope(support_fn, gjk_points, gjk_a, gjk_b, gjk_mask, max_vertic
     )
 
 
+def _grow_region(seed: jax.Array, allowed: jax.Array, adjacency: jax.Array) -> jax.Array:
+    """Faces of ``allowed`` connected to ``seed`` across edges: ``(F,)`` bool (flood fill)."""
+
+    def step(carry):
+        region, _ = carry
+        grown = region | (allowed & jnp.any(region[adjacency], axis=1))
+        return grown, jnp.any(grown != region)
+
+    # Each pass adds one ring of faces; the region is usually a handful of faces across.
+    region, _ = jax.lax.while_loop(lambda c: c[1], step, (seed, jnp.ones((), bool)))
+    return region
+
+
 def _closest_face(poly: _Polytope):
     candidates = poly.active & poly.selectable
     return jnp.argmin(jnp.where(candidates, poly.distances, jnp.inf))
@@ -206,11 +223,14 @@ def run_epa(
         out_of_budget = poly.num_vertices >= max_vertices
 
         new_index = poly.num_vertices
-        # Faces that see the new point are removed; the closest face always sees it.
-        visible = poly.active & (
+        # Faces that see the new point are removed: the connected region of seeing faces around
+        # the closest face (which always sees it). On an exactly convex polytope every seeing
+        # face is in that region; in floating point a far face can pass the test by rounding,
+        # and removing it would tear a second hole the fan cannot close.
+        sees = poly.active & (
             jnp.sum(poly.normals * (s - poly.vertices[poly.faces[:, 0]]), -1) > 0
         )
-        visible = visible.at[best].set(True)
+        visible = _grow_region(jnp.zeros_like(sees).at[best].set(True), sees, poly.adjacency)
         neighbor_visible = visible[poly.adjacency]  # (F, 3)
         horizon = visible[:, None] & ~neighbor_visible  # (F, 3) edges to re-stitch
         num_horizon = jnp.sum(horizon)
@@ -284,11 +304,18 @@ def run_epa(
     best = jnp.where(
         jnp.any(preferred), jnp.argmin(jnp.where(preferred, poly.distances, jnp.inf)), best_any
     )
-    normal = poly.normals[best]
-    depth = poly.distances[best]
+    # No face with an area: D is a point or a segment. Its depth is 0 and any direction
+    # perpendicular to its span is a valid normal.
+    degenerate = ~jnp.any(candidates)
+    span = poly.vertices[1] - poly.vertices[0]
+    e = jnp.eye(3, dtype=dtype)
+    perpendicular = safe_normalize(jnp.cross(span, e[jnp.argmin(jnp.abs(span))]), fallback=e[2])
+    normal = jnp.where(degenerate, perpendicular, poly.normals[best])
+    depth = jnp.where(degenerate, 0.0, poly.distances[best])
     ids = poly.faces[best]
     a, b, c = poly.vertices[ids[0]], poly.vertices[ids[1]], poly.vertices[ids[2]]
     w = _triangle_barycentric(a, b, c, depth * normal)
     point_a = w @ poly.vertices_a[ids]
     point_b = w @ poly.vertices_b[ids]
-    return EPAResult(depth, normal, point_a, point_b, poly.iterations, poly.converged)
+    converged = poly.converged | degenerate
+    return EPAResult(depth, normal, point_a, point_b, poly.iterations, converged, degenerate)

@@ -59,7 +59,11 @@ def _triangle_candidates(points, mask, eps):
     wc = jnp.sum(jnp.cross(ab, -a) * normal, -1) * inv
     wa = 1.0 - wb - wc
     ok = ok & (wa > 0) & (wb > 0) & (wc > 0) & jnp.all(mask[_TRIANGLES], -1)
-    point = wa[:, None] * a + wb[:, None] * b + wc[:, None] * c
+    # The point itself from the plane equation: same point in exact arithmetic, but its direction
+    # comes from the cross product of O(L) edges (relative error ~eps) instead of a weighted sum
+    # whose absolute error eps·L swamps the direction when the plane passes near the origin
+    # (touching contact, |x| ~ 1e-11 m): GJK's next support direction is this point.
+    point = (jnp.sum(normal * a, -1) * inv)[:, None] * normal
     bary = jnp.zeros((4, 4), points.dtype)
     rows = jnp.arange(4)
     bary = bary.at[rows, _TRIANGLES[:, 0]].set(wa)

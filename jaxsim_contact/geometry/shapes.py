@@ -72,6 +72,9 @@ class Shape(eqx.Module):
     geom_type: ClassVar[GeomType]
     #: whether the shape is a swept sphere over a lower-dimensional core (sphere, capsule)
     has_inflation: ClassVar[bool] = False
+    #: whether the shape GJK runs on (the core for swept spheres) is strictly convex: its support
+    #: point is unique in every direction (seed 000 §III-C; Alg. 7 is for the other shapes)
+    strictly_convex_core: ClassVar[bool] = False
 
     def support_core(self, direction: jax.Array) -> jax.Array:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -120,6 +123,7 @@ class Sphere(Shape):
     radius: jax.Array
     geom_type: ClassVar[GeomType] = GeomType.SPHERE
     has_inflation: ClassVar[bool] = True
+    strictly_convex_core: ClassVar[bool] = True  # a point
 
     def __init__(self, radius):
         self.radius = _float_array(radius, "radius", "Sphere")
@@ -167,6 +171,7 @@ class Ellipsoid(Shape):
 
     radii: jax.Array
     geom_type: ClassVar[GeomType] = GeomType.ELLIPSOID
+    strictly_convex_core: ClassVar[bool] = True
 
     def __init__(self, radii):
         self.radii = _float_array(radii, "radii", "Ellipsoid", (3,))
