@@ -4,7 +4,7 @@ Public names follow the contract in DESIGN §5. Importing the package never chan
 configuration (enable float64 yourself with ``jax.config.update("jax_enable_x64", True)``).
 """
 
-from . import collision, contact, dynamics, geometry, io
+from . import collision, contact, dynamics, geometry, io, pipeline, scenes
 from .dynamics import bias_forces, body_poses, init, mass_matrix, rollout, step
 from .geometry import (
     Box,
@@ -20,7 +20,7 @@ from .geometry import (
 )
 from .math import Transform
 from .io import load
-from .model import Model, Options, State
+from .model import ContactData, ErrorFlag, Model, Options, State
 from .types import GeomType, JointType
 
 __version__ = "0.1.0"
@@ -32,6 +32,10 @@ __all__ = [
     "geometry",
     "dynamics",
     "io",
+    "pipeline",
+    "scenes",
+    "ContactData",
+    "ErrorFlag",
     "GeomType",
     "JointType",
     "Model",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -27,7 +28,7 @@ import numpy as np
 
 from .types import GeomType, JointType
 
-__all__ = ["KinematicTree", "Options", "Model", "State", "ErrorFlag"]
+__all__ = ["KinematicTree", "Options", "Model", "State", "ContactData", "ErrorFlag"]
 
 
 @dataclasses.dataclass(frozen=True, eq=True)
@@ -143,19 +144,86 @@ class KinematicTree:
         return slots
 
 
-class Options(eqx.Module):
-    """Simulation options (all dynamic except the integrator name).
+def _default_solver():
+    from .contact.admm import ADMM
 
-    Attributes:
+    return ADMM(formulation="ncp", max_iterations=100, tolerance=1e-6)
+
+
+def _scalar(value) -> jax.Array:
+    return jnp.asarray(value, dtype=jnp.result_type(float))
+
+
+class Options(eqx.Module):
+    """Simulation options: typed, validated when built (never strings checked in traced code).
+
+    Dynamic (``jax.Array``; changing them never recompiles, ``vmap``/``grad`` over them works):
       dt: scalar time step (s).
       gravity: ``(3,)`` gravitational acceleration in the world frame (m/s²).
+      baumgarte: dimensionless β ∈ [0, 1]; a penetration ``δ`` adds ``β δ / dt`` to the normal
+        reference velocity (seed 001 §II, Baumgarte correction with ``k_B = β / Δt``).
+      restitution: Newton restitution coefficient ``e ∈ [0, 1]`` (seed 001 §II, bias ``-e c^t``).
+      restitution_threshold: approach speed (m/s) below which no restitution is applied (resting
+        contacts do not jitter).
+      contact_margin: distance (m) below which a separated pair becomes a (speculative) contact,
+        added to MuJoCo's per-geom ``margin``.
+      compliance: ``R ≥ 0`` on the normal rows of contacts (seed 001 §II "compliant contacts"), in
+        (m/s²)/N since problems are solved in force units.
+      solver: any contact solver of :mod:`jaxsim_contact.contact` (default NCP/ADMM); its
+        iteration cap and formulation are static, its tolerance dynamic.
+
+    Static (change the compiled program):
       integrator: ``"euler"``: semi-implicit Euler with implicit joint damping, as MuJoCo's
         ``Euler`` integrator (velocity first, then positions with the new velocity).
+      contact_budget: number of contact slots handed to the solver per step (``None``: the
+        default of :func:`jaxsim_contact.pipeline.default_contact_budget`); more active contacts
+        than slots sets ``ErrorFlag.CONTACT_BUDGET_OVERFLOW`` and keeps the deepest ones.
+      enable_contacts, enable_joint_limits: switch the two constraint families off (MuJoCo's
+        ``<flag contact="disable"/>`` and ``limit="disable"``).
     """
 
     dt: jax.Array
     gravity: jax.Array
+    baumgarte: jax.Array = eqx.field(default_factory=lambda: _scalar(0.2))
+    restitution: jax.Array = eqx.field(default_factory=lambda: _scalar(0.0))
+    restitution_threshold: jax.Array = eqx.field(default_factory=lambda: _scalar(0.2))
+    contact_margin: jax.Array = eqx.field(default_factory=lambda: _scalar(1e-3))
+    compliance: jax.Array = eqx.field(default_factory=lambda: _scalar(0.0))
+    solver: Any = eqx.field(default_factory=_default_solver)
     integrator: str = eqx.field(static=True, default="euler")
+    contact_budget: int | None = eqx.field(static=True, default=None)
+    enable_contacts: bool = eqx.field(static=True, default=True)
+    enable_joint_limits: bool = eqx.field(static=True, default=True)
+
+    def __check_init__(self):
+        from .contact.solve import ContactSolver
+
+        if self.integrator != "euler":
+            raise ValueError(f"Options.integrator must be 'euler', got {self.integrator!r}")
+        if not isinstance(self.solver, ContactSolver):
+            raise TypeError(
+                "Options.solver must be a contact solver module (e.g. jc.contact.ADMM('ncp')), "
+                f"got {type(self.solver).__name__}"
+            )
+        if self.contact_budget is not None and (
+            not isinstance(self.contact_budget, int) or self.contact_budget < 1
+        ):
+            raise ValueError(f"Options.contact_budget must be a positive int or None, got {self.contact_budget!r}")
+        for name, low, high in (
+            ("dt", 0.0, None), ("baumgarte", 0.0, 1.0), ("restitution", 0.0, 1.0),
+            ("restitution_threshold", 0.0, None), ("contact_margin", 0.0, None),
+            ("compliance", 0.0, None),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, jax.core.Tracer):
+                continue  # traced (vmapped / differentiated) options are not checked
+            arr = np.asarray(value, dtype=np.float64)
+            bad = ~np.isfinite(arr) | (arr < low) | ((arr <= low) if name == "dt" else False)
+            if high is not None:
+                bad |= arr > high
+            if np.any(bad):
+                bounds = f"in [{low}, {high}]" if high is not None else (f"> {low}" if name == "dt" else f">= {low}")
+                raise ValueError(f"Options.{name} must be finite and {bounds}, got {arr.tolist()}")
 
 
 class Model(eqx.Module):
@@ -239,6 +307,9 @@ class Model(eqx.Module):
     geom_mesh: tuple[int, ...] = eqx.field(static=True)
     exclude_body_pairs: tuple[tuple[int, int], ...] = eqx.field(static=True)
     source: str = eqx.field(static=True, default="")
+    #: static candidate collision pairs (:class:`jaxsim_contact.pipeline.CollisionStructure`),
+    #: built at load time; ``None`` means "derive from the static geom fields when stepping"
+    collision: Any = eqx.field(static=True, default=None)
 
     # --- counts -----------------------------------------------------------------------------
     @property
@@ -278,20 +349,24 @@ class Model(eqx.Module):
         return self.options.gravity
 
     def replace_options(self, **changes) -> "Model":
-        """A copy with ``options`` fields replaced, e.g. ``model.replace_options(dt=1e-3)``.
+        """A copy with ``options`` fields replaced, e.g. ``model.replace_options(dt=1e-3)`` or
+        ``model.replace_options(solver=jc.contact.PGS("ncp"))``.
 
         Numeric values are converted to arrays of the model's dtype (dynamic leaves: changing them
-        does not recompile a jitted step).
+        does not recompile a jitted step). The new options are validated (``ValueError`` /
+        ``TypeError`` naming the option and the value).
         """
         fields = {f.name for f in dataclasses.fields(self.options)}
         unknown = set(changes) - fields
         if unknown:
             raise TypeError(f"unknown option(s) {sorted(unknown)}; known: {sorted(fields)}")
-        opts = self.options
-        for name, value in changes.items():
-            if name in ("dt", "gravity"):
-                value = jnp.asarray(value, dtype=self.dtype)
-            opts = eqx.tree_at(lambda o, n=name: getattr(o, n), opts, value)
+        numeric = {"dt", "gravity", "baumgarte", "restitution", "restitution_threshold",
+                   "contact_margin", "compliance"}
+        converted = {
+            name: (jnp.asarray(value, dtype=self.dtype) if name in numeric else value)
+            for name, value in changes.items()
+        }
+        opts = dataclasses.replace(self.options, **converted)
         return eqx.tree_at(lambda m: m.options, self, opts)
 
     def astype(self, dtype) -> "Model":
@@ -313,6 +388,63 @@ class ErrorFlag:
     CONTACT_BUDGET_OVERFLOW = 4
 
 
+class ContactData(eqx.Module):
+    """Constraint data of the last step, per solver slot (contacts first, then joint limits).
+
+    ``nc`` is the static number of slots (``contact budget + number of limited joints``). Slots
+    with ``active = False`` carry zero force. Forces are in newtons (the problem is solved in
+    force units, seed 001 §II), in the contact frame ``(t1, t2, n)``; for joint-limit slots only
+    the normal component is used (N or N·m along the joint).
+
+    Attributes:
+      key: ``(nc,)`` int32 identity of the candidate that filled the slot (stable over steps; used
+        to warm-start the solver from the previous step's forces).
+      active: ``(nc,)`` bool.
+      distance: ``(nc,)`` signed distance (m; < 0 penetration) or distance to the joint limit.
+      point: ``(nc, 3)`` world contact point (midway between the witness points).
+      frame: ``(nc, 3, 3)`` rows ``(t1, t2, n)``, ``n`` from geom a towards geom b.
+      friction: ``(nc,)`` Coulomb coefficient.
+      force: ``(nc, 3)`` contact force in the slot's frame (N).
+      iterations: int32 solver iterations; residual: solver criterion (seed 001 eq. 15);
+      converged: bool; num_active: int32 active slots; overflow: bool, more active candidates
+      than contact slots; penetration: max penetration depth over active contacts (m, ≥ 0).
+    """
+
+    key: jax.Array
+    active: jax.Array
+    distance: jax.Array
+    point: jax.Array
+    frame: jax.Array
+    friction: jax.Array
+    force: jax.Array
+    iterations: jax.Array
+    residual: jax.Array
+    converged: jax.Array
+    num_active: jax.Array
+    overflow: jax.Array
+    penetration: jax.Array
+
+    @classmethod
+    def empty(cls, num_slots: int, dtype) -> "ContactData":
+        """All slots inactive, zero forces."""
+        n = num_slots
+        return cls(
+            key=-jnp.ones((n,), jnp.int32),
+            active=jnp.zeros((n,), bool),
+            distance=jnp.zeros((n,), dtype),
+            point=jnp.zeros((n, 3), dtype),
+            frame=jnp.broadcast_to(jnp.eye(3, dtype=dtype), (n, 3, 3)),
+            friction=jnp.zeros((n,), dtype),
+            force=jnp.zeros((n, 3), dtype),
+            iterations=jnp.zeros((), jnp.int32),
+            residual=jnp.zeros((), dtype),
+            converged=jnp.ones((), bool),
+            num_active=jnp.zeros((), jnp.int32),
+            overflow=jnp.zeros((), bool),
+            penetration=jnp.zeros((), dtype),
+        )
+
+
 class State(eqx.Module):
     """Dynamic state of one environment (add a leading axis to batch).
 
@@ -321,9 +453,12 @@ class State(eqx.Module):
       v: ``(nv,)`` generalised velocities (MuJoCo ``qvel`` layout).
       time: scalar simulation time (s).
       error: int32 bitmask of :class:`ErrorFlag` bits, sticky once set.
+      contact: :class:`ContactData` of the last step (forces, penetration, solver statistics);
+        ``None`` only for states built by hand (``jc.init`` always fills it).
     """
 
     q: jax.Array
     v: jax.Array
     time: jax.Array
     error: jax.Array
+    contact: ContactData | None = None

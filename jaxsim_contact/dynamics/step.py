@@ -1,10 +1,10 @@
-"""Contact-free time stepping: ``init``, ``step``, ``rollout`` (semi-implicit Euler).
+"""Time stepping: ``init``, ``step``, ``rollout`` (semi-implicit Euler with hard contact).
 
-One step (DESIGN §2 stages 1, 5 and 8; seed 001 §II-A time stepping, seed 004 §II-C):
+One step (DESIGN §2; seed 001 §II-A time stepping, seed 004 §II-C):
 
     M, bias           at q                                   (CRBA, RNEA)
     τ_smooth          = passive(q, v) + actuators(q, v, ctrl) - bias
-    [contact stage]   τ_constraint from the contact problem   (not yet: zero)
+    contact stage     τ_constraint = Jᵀ f from the contact problem (jaxsim_contact.pipeline)
     v⁺ = v + dt (M + dt·D)⁻¹ (τ_smooth + τ_constraint)        D = diag(dof_damping)
     q⁺ = q ⊕ v⁺ dt                                            (manifold integration)
 
@@ -22,9 +22,10 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 
 from ..model import ErrorFlag, Model, State
+from ..pipeline.constraints import contact_stage, initial_contact_data
 from .crba import mass_matrix_from_kinematics
 from .integration import integrate_positions
-from .kinematics import forward_kinematics, motion_axes
+from .kinematics import Kinematics, forward_kinematics, motion_axes
 from .rnea import actuator_forces, bias_forces_from_kinematics, passive_forces
 
 __all__ = ["init", "step", "rollout", "smooth_dynamics", "SmoothDynamics"]
@@ -38,20 +39,26 @@ class SmoothDynamics(eqx.Module):
       cholesky: ``(nv, nv)`` lower Cholesky factor of ``M + dt·diag(damping)``.
       smooth_force: ``(nv,)`` passive + actuator - bias generalised forces.
       free_velocity: ``(nv,)`` velocity after one step without constraints, ``v_f``.
+      kinematics: forward kinematics at ``q`` (reused by the contact stage).
+      motion_axes: ``(nv, 6)`` world motion axes of the dofs at ``q``.
     """
 
     mass_matrix: jax.Array
     cholesky: jax.Array
     smooth_force: jax.Array
     free_velocity: jax.Array
+    kinematics: Kinematics
+    motion_axes: jax.Array
 
 
 def init(model: Model, q: jax.Array | None = None, v: jax.Array | None = None) -> State:
-    """Initial state: ``q = qpos0`` (MuJoCo's reference configuration), ``v = 0``, ``time = 0``."""
+    """Initial state: ``q = qpos0`` (MuJoCo's reference configuration), ``v = 0``, ``time = 0``,
+    no contact forces (the solver starts cold)."""
     dtype = model.dtype
     q = model.qpos0 if q is None else jnp.asarray(q, dtype)
     v = jnp.zeros((model.nv,), dtype) if v is None else jnp.asarray(v, dtype)
-    return State(q=q, v=v, time=jnp.zeros((), dtype), error=jnp.zeros((), jnp.int32))
+    return State(q=q, v=v, time=jnp.zeros((), dtype), error=jnp.zeros((), jnp.int32),
+                 contact=initial_contact_data(model, dtype))
 
 
 def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> SmoothDynamics:
@@ -66,35 +73,35 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
     damping = model.dof_damping.astype(q.dtype)
     chol = jnp.linalg.cholesky(mass + dt * jnp.diag(damping))
     acc = jsl.cho_solve((chol, True), force)
-    return SmoothDynamics(mass_matrix=mass, cholesky=chol, smooth_force=force, free_velocity=v + dt * acc)
+    return SmoothDynamics(mass_matrix=mass, cholesky=chol, smooth_force=force, free_velocity=v + dt * acc,
+                          kinematics=kin, motion_axes=axes)
 
 
 def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
-    """Advance one time step ``model.options.dt`` (contact-free semi-implicit Euler).
+    """Advance one time step ``model.options.dt`` (semi-implicit Euler with hard contact).
 
     Args:
       model: the scene.
       state: current state.
       ctrl: ``(nu,)`` actuator controls, or ``None`` (zeros) for a model without actuators.
     Returns:
-      The next state; ``error`` gains ``ErrorFlag.NON_FINITE_STATE`` if ``q`` or ``v`` is not finite.
+      The next state; ``error`` gains ``ErrorFlag.NON_FINITE_STATE`` if ``q`` or ``v`` is not
+      finite, ``SOLVER_NOT_CONVERGED`` / ``CONTACT_BUDGET_OVERFLOW`` from the contact stage;
+      ``contact`` holds this step's contact forces, penetration and solver statistics.
     """
     if ctrl is None:
         ctrl = jnp.zeros((model.nu,), state.q.dtype)
     dt = model.options.dt.astype(state.q.dtype)
-    smooth = smooth_dynamics(model, state, ctrl)
-    v_next = smooth.free_velocity
-
-    # ---- contact stage (DESIGN §2 stages 2-4, 6-7) goes here ------------------------------------
-    # Given the candidate contacts at state.q, build J (3nc × nv), the Delassus matrix
-    # G = J (M + dt D)⁻¹ Jᵀ from smooth.cholesky, g = J v_next + stabilisation, solve for λ and set
-    #     v_next = v_next + cho_solve(smooth.cholesky, Jᵀ λ)
-    # ---------------------------------------------------------------------------------------------
+    with jax.named_scope("smooth_dynamics"):
+        smooth = smooth_dynamics(model, state, ctrl)
+    # contact stage (DESIGN §2 stages 2-4, 6-7): v_next = v_f + dt M̃⁻¹ Jᵀ f
+    with jax.named_scope("contact_stage"):
+        v_next, contact, contact_error = contact_stage(model, state, smooth, dt)
 
     q_next = integrate_positions(model, state.q, v_next, dt)
     finite = jnp.all(jnp.isfinite(q_next)) & jnp.all(jnp.isfinite(v_next))
-    error = state.error | jnp.where(finite, 0, ErrorFlag.NON_FINITE_STATE).astype(jnp.int32)
-    return State(q=q_next, v=v_next, time=state.time + dt, error=error)
+    error = state.error | contact_error | jnp.where(finite, 0, ErrorFlag.NON_FINITE_STATE).astype(jnp.int32)
+    return State(q=q_next, v=v_next, time=state.time + dt, error=error, contact=contact)
 
 
 def rollout(model: Model, state: State, ctrls: jax.Array) -> tuple[State, State]:

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..model import KinematicTree, Model, Options
+from ..pipeline.pairs import build_collision_structure
 from ..types import GeomType, JointType
 from .errors import (
     InvalidInertiaError,
@@ -195,8 +196,10 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         return tuple(mujoco.mj_id2name(mj, obj_type, i) or "" for i in range(count))
 
     gravity = np.asarray(mj.opt.gravity, dtype=np.float64)
-    if mj.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_GRAVITY):
+    disabled = int(mj.opt.disableflags)
+    if disabled & int(mujoco.mjtDisableBit.mjDSBL_GRAVITY):
         gravity = np.zeros(3)
+    constraints_off = bool(disabled & int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT))
 
     nu = mj.nu
     actuator_joint = tuple(int(j) for j in mj.actuator_trnid[:, 0]) if nu else ()
@@ -239,7 +242,11 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         geom_friction=arr(mj.geom_friction, (mj.ngeom, 3)),
         geom_margin=arr(mj.geom_margin, (mj.ngeom,)),
         mesh_vertices=meshes,
-        options=Options(dt=arr(mj.opt.timestep), gravity=arr(gravity)),
+        options=Options(
+            dt=arr(mj.opt.timestep), gravity=arr(gravity),
+            enable_contacts=not (constraints_off or disabled & int(mujoco.mjtDisableBit.mjDSBL_CONTACT)),
+            enable_joint_limits=not (constraints_off or disabled & int(mujoco.mjtDisableBit.mjDSBL_LIMIT)),
+        ),
         body_names=body_names,
         joint_names=names(mujoco.mjtObj.mjOBJ_JOINT, mj.njnt),
         joint_limited=tuple(bool(x) for x in mj.jnt_limited),
@@ -255,4 +262,14 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         geom_mesh=tuple(int(m) for m in mj.geom_dataid),
         exclude_body_pairs=exclude_pairs,
         source=source,
+        collision=build_collision_structure(
+            geom_type=tuple(_GEOM_FROM_MJ[int(t)] for t in mj.geom_type),
+            geom_body=tuple(int(b) for b in mj.geom_bodyid),
+            geom_contype=tuple(int(c) for c in mj.geom_contype),
+            geom_conaffinity=tuple(int(c) for c in mj.geom_conaffinity),
+            body_parent=tuple(int(p) for p in mj.body_parentid),
+            body_joint_num=tuple(int(n) for n in mj.body_jntnum),
+            exclude_body_pairs=exclude_pairs,
+            mesh_vertices=tuple(np.asarray(v) for v in meshes),
+        ),
     )

@@ -1,0 +1,198 @@
+"""The contact stage of a step: contact problem, solve, velocity update (DESIGN §2 stages 4, 6–8).
+
+Given the free velocity ``v_f`` and the Cholesky factor ``L Lᵀ = M̃ = M + Δt·D`` of the
+contact-free step (seed 001 eq. 2, with MuJoCo's implicit joint damping):
+
+1. candidates from the narrow phase; the ``budget`` deepest active ones fill the contact slots
+   (``lax.top_k``; more active candidates than slots sets the overflow flag); the limited joints
+   follow as unilateral slots (seed 001 §II treats them like any unilateral constraint);
+2. Jacobian ``J`` ``(3n, nv)`` in the slot frames, Delassus ``G = J M̃⁻¹ Jᵀ`` from two triangular
+   solves with ``L`` (seed 004 §II-C), ``c^f = J v_f`` and ``c^t = J v^t``;
+3. reference normal velocity (seed 001 §II, after eq. 9):
+   ``c*_N = −max(φ, 0)/Δt + β max(−φ, 0)/Δt`` — a separated contact may close exactly its gap
+   during the step (the "completed Taylor expansion" ``Φ/Δt``), a penetration is pushed out by the
+   Baumgarte term ``k_B = β/Δt``; when the contact closes during the step at an approach speed
+   above ``restitution_threshold``, ``c*_N = max(c*_N, −e c^t_N)`` (Newton restitution);
+4. the problem in *force units* (seed 001 §II: ``g / Δt``), ``G f + (c^f − c*)/Δt``, with
+   friction ``μ`` (0 for joint limits) and normal compliance ``R``, is solved by the solver of the
+   options, warm-started from the previous step's forces matched by candidate key and rotated into
+   the new frames (seed 001 §III-E);
+5. ``v⁺ = v_f + Δt M̃⁻¹ Jᵀ f`` (seed 001 eq. 5).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+
+from ..contact import ContactProblem, solve
+from ..model import ContactData, ErrorFlag, Model, State
+from .jacobian import contact_jacobians, limit_rows, limited_joints
+from .manifold import tangent_frame
+from .narrowphase import KEY_STRIDE, max_candidates, narrow_phase
+from .pairs import collision_structure
+
+__all__ = ["default_contact_budget", "contact_slots", "num_constraint_slots", "initial_contact_data",
+           "contact_stage"]
+
+
+def default_contact_budget(model: Model) -> int:
+    """Default number of contact slots: 4 per moving body plus 4, at most the candidate count."""
+    structure = collision_structure(model)
+    moving = sum(1 for b in range(1, model.nbody) if model.tree.body_joint_num[b] > 0) or 1
+    return min(max_candidates(structure), 4 * moving + 4)
+
+
+def contact_slots(model: Model) -> int:
+    """Static number of contact slots handed to the solver (0 when contacts are disabled)."""
+    opts = model.options
+    if not opts.enable_contacts:
+        return 0
+    structure = collision_structure(model)
+    total = max_candidates(structure)
+    if opts.contact_budget is None:
+        return default_contact_budget(model)
+    return min(total, opts.contact_budget)
+
+
+def _limit_joints(model: Model) -> tuple[int, ...]:
+    return limited_joints(model) if model.options.enable_joint_limits else ()
+
+
+def num_constraint_slots(model: Model) -> int:
+    """Contact slots plus one slot per limited hinge/slide joint."""
+    return contact_slots(model) + len(_limit_joints(model))
+
+
+def initial_contact_data(model: Model, dtype) -> ContactData:
+    """Empty :class:`ContactData` with the model's static slot count."""
+    return ContactData.empty(num_constraint_slots(model), dtype)
+
+
+def _select_contacts(cands, budget: int):
+    """Indices of the ``budget`` deepest active candidates and the overflow flag."""
+    dtype = cands.distance.dtype
+    score = jnp.where(cands.active, -cands.distance, -jnp.inf)
+    _, index = jax.lax.top_k(score, budget)
+    overflow = jnp.sum(cands.active) > budget
+    return index, overflow
+
+
+def _warm_start(previous: ContactData | None, key, active, frame):
+    """Previous forces of the same candidates (matched by key), rotated into the new frames."""
+    n = key.shape[0]
+    dtype = frame.dtype
+    if previous is None or previous.key.shape[0] != n:
+        return jnp.zeros((n, 3), dtype)
+    world = jnp.einsum("nij,ni->nj", previous.frame, previous.force)  # Σ_r f_r · row_r
+    match = (key[:, None] == previous.key[None, :]) & previous.active[None, :] & active[:, None]
+    warm_world = match.astype(dtype) @ world
+    return jnp.einsum("nij,nj->ni", frame, warm_world)
+
+
+def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
+    """Constraint forces of one step and the constrained velocity.
+
+    Args:
+      model: the scene; state: the state at the start of the step; smooth: its
+        :class:`~jaxsim_contact.dynamics.SmoothDynamics`; dt: scalar step (s).
+    Returns:
+      ``(v_next (nv,), ContactData, error_bits int32)``.
+    """
+    q, v = state.q, state.v
+    dtype = q.dtype
+    opts = model.options
+    budget = contact_slots(model)
+    joints = _limit_joints(model)
+    nslots = budget + len(joints)
+    if nslots == 0 or model.nv == 0:
+        return smooth.free_velocity, ContactData.empty(nslots, dtype), jnp.zeros((), jnp.int32)
+    kin, axes = smooth.kinematics, smooth.motion_axes
+    margin = opts.contact_margin.astype(dtype)
+
+    distance, frames, jac, friction, keys, active = [], [], [], [], [], []
+    point = []
+    overflow = jnp.zeros((), bool)
+    if budget:
+        structure = collision_structure(model)
+        with jax.named_scope("narrow_phase"):
+            cands = narrow_phase(model, structure, kin, margin)
+        index, over = _select_contacts(cands, budget)
+        overflow = over | cands.overflow
+        take = lambda x: x[index]  # noqa: E731
+        frame = tangent_frame(take(cands.normal))
+        with jax.named_scope("contact_jacobian"):
+            jac.append(contact_jacobians(model, axes, take(cands.body_a), take(cands.body_b),
+                                         take(cands.point), frame))
+        distance.append(take(cands.distance))
+        frames.append(frame)
+        friction.append(take(cands.friction))
+        keys.append(take(cands.key))
+        active.append(take(cands.active))
+        point.append(take(cands.point))
+    if joints:
+        limit_distance, limit_jac, _ = limit_rows(model, q, joints)
+        approach = jnp.maximum(-(limit_jac[:, 2, :] @ v), 0.0)
+        # speculative window: the limit can be reached within the step at the current speed
+        limit_active = limit_distance <= margin + dt * approach
+        nlim = len(joints)
+        distance.append(limit_distance)
+        frames.append(jnp.broadcast_to(jnp.eye(3, dtype=dtype), (nlim, 3, 3)))
+        jac.append(limit_jac)
+        friction.append(jnp.zeros((nlim,), dtype))
+        base = KEY_STRIDE * collision_structure(model).num_pairs
+        keys.append(jnp.asarray(base + np.arange(nlim), jnp.int32))
+        active.append(limit_active)
+        point.append(jnp.zeros((nlim, 3), dtype))
+    distance, frame = jnp.concatenate(distance), jnp.concatenate(frames)
+    jac, friction = jnp.concatenate(jac), jnp.concatenate(friction)
+    key, active, point = jnp.concatenate(keys), jnp.concatenate(active), jnp.concatenate(point)
+    is_contact = jnp.arange(nslots) < budget
+    # inactive slots may hold geometry of far-away or degenerate pairs: they must not reach M̃⁻¹Jᵀ
+    jac = jnp.where(active[:, None, None], jac, 0.0)
+
+    # ---- contact problem (force units) ----------------------------------------------------------
+    J = jac.reshape(3 * nslots, model.nv)
+    with jax.named_scope("delassus"):
+        minv_jt = jsl.cho_solve((smooth.cholesky, True), J.T)  # M̃⁻¹ Jᵀ (nv, 3n)
+        G = J @ minv_jt
+        G = 0.5 * (G + G.T)
+    c_free = (J @ smooth.free_velocity).reshape(nslots, 3)
+    c_now = (J @ v).reshape(nslots, 3)
+    beta = opts.baumgarte.astype(dtype)
+    gap = jnp.maximum(distance, 0.0)
+    reference = (-gap + beta * jnp.maximum(-distance, 0.0)) / dt
+    approach = -c_now[:, 2]
+    closes = approach * dt > gap
+    bounce = (approach > opts.restitution_threshold.astype(dtype)) & closes & is_contact
+    reference = jnp.where(bounce, jnp.maximum(reference, opts.restitution.astype(dtype) * approach),
+                          reference)
+    g = (c_free.at[:, 2].add(-reference) / dt).reshape(3 * nslots)
+    compliance = jnp.where(is_contact, opts.compliance.astype(dtype), 0.0)
+    # Joint-limit slots have zero tangent rows; μ = 0 pins their tangent force to 0 anyway, and a
+    # unit-scale diagonal there keeps G + R non-singular (ADMM's (G + R + ρI)⁻¹ stays bounded).
+    normal_diag = jnp.diagonal(G).reshape(nslots, 3)[:, 2]
+    tangent_pad = jnp.where(is_contact, 0.0, jnp.maximum(normal_diag, jnp.finfo(dtype).tiny))
+    compliance_rows = jnp.stack([tangent_pad, tangent_pad, compliance], -1)
+    problem = ContactProblem(G, g, friction, compliance=compliance_rows.reshape(-1), active=active)
+    warm = _warm_start(state.contact, key, active, frame)
+    with jax.named_scope("contact_solve"):
+        solution = solve(problem, opts.solver, warm_start=warm)
+    force = solution.force
+    v_next = smooth.free_velocity + dt * (minv_jt @ force.reshape(3 * nslots))
+
+    any_active = jnp.any(active)
+    converged = solution.converged | ~any_active
+    penetration = jnp.max(jnp.where(active & is_contact, -distance, 0.0), initial=0.0)
+    data = ContactData(
+        key=key, active=active, distance=distance, point=point, frame=frame, friction=friction,
+        force=force, iterations=solution.iterations,
+        residual=jnp.where(any_active, solution.criterion, 0.0).astype(dtype), converged=converged,
+        num_active=jnp.sum(active).astype(jnp.int32), overflow=overflow,
+        penetration=jnp.maximum(penetration, 0.0),
+    )
+    error = jnp.where(overflow, ErrorFlag.CONTACT_BUDGET_OVERFLOW, 0) | jnp.where(
+        converged, 0, ErrorFlag.SOLVER_NOT_CONVERGED)
+    return v_next, data, error.astype(jnp.int32)

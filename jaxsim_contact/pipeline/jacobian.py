@@ -1,0 +1,77 @@
+"""Contact and joint-limit Jacobians (DESIGN §2 stage 4; seed 001 §II eq. 4–7, seed 004 §II-C).
+
+A contact between bodies ``a`` and ``b`` at world point ``p`` with frame rows ``F = (t1, t2, n)``
+(``n`` from a to b) has relative velocity ``c = F (v_b(p) − v_a(p))``, so its Jacobian rows are
+``J = F (J_b(p) − J_a(p))``, ``(3, nv)``. ``J_i(p)`` maps ``v`` to the velocity of the point of body
+``i`` at ``p``: each dof ``d`` that moves body ``i`` (the body or an ancestor) contributes its world
+motion axis ``[ω_d; v_O,d]`` evaluated at ``p``, i.e. ``v_O,d + ω_d × p``. A positive normal
+velocity separates the bodies; ``Jᵀ λ`` with ``λ_N ≥ 0`` pushes b along ``+n`` and a along ``−n``.
+
+A limited hinge/slide joint is one unilateral constraint on its nearer limit: normal row
+``+e_dof`` (lower limit) or ``−e_dof`` (upper limit), zero tangent rows, friction 0.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..model import Model
+from ..types import JointType
+
+__all__ = ["point_jacobian", "contact_jacobians", "limited_joints", "limit_rows"]
+
+
+def point_jacobian(model: Model, axes: jax.Array, body: jax.Array, point: jax.Array) -> jax.Array:
+    """``(3, nv)`` Jacobian of the world velocity of the point of ``body`` at world ``point``.
+
+    Args:
+      axes: ``(nv, 6)`` world motion axes ``[ω; v_O]`` (:func:`~jaxsim_contact.dynamics.motion_axes`).
+      body: scalar int body index (0, the world, gives zeros).
+      point: ``(3,)`` world point (m).
+    """
+    moves = jnp.asarray(model.tree.dof_moves_body, dtype=axes.dtype)[body]  # (nv,)
+    velocity = axes[:, 3:] + jnp.cross(axes[:, :3], point)  # (nv, 3)
+    return (moves[:, None] * velocity).T
+
+
+def contact_jacobians(model: Model, axes, body_a, body_b, point, frame) -> jax.Array:
+    """``(nc, 3, nv)`` contact Jacobians in the contact frames (rows t1, t2, n)."""
+
+    def one(a, b, p, f):
+        return f @ (point_jacobian(model, axes, b, p) - point_jacobian(model, axes, a, p))
+
+    return jax.vmap(one)(body_a, body_b, point, frame)
+
+
+def limited_joints(model: Model) -> tuple[int, ...]:
+    """Static indices of the hinge/slide joints with limits (ball limits are not supported)."""
+    tree = model.tree
+    return tuple(
+        j for j in range(tree.njnt)
+        if model.joint_limited[j] and tree.joint_type[j] in (JointType.HINGE, JointType.SLIDE)
+    )
+
+
+def limit_rows(model: Model, q: jax.Array, joints: tuple[int, ...]):
+    """Distances, Jacobians and signs of the nearer limit of each limited joint.
+
+    Returns:
+      ``distance (L,)`` (rad or m, < 0 when violated), ``jacobian (L, 3, nv)`` and
+      ``sign (L,)`` (+1 lower limit, −1 upper limit).
+    """
+    tree = model.tree
+    dtype = q.dtype
+    idx = np.asarray(joints, dtype=np.int64)
+    qpos = np.asarray(tree.joint_qpos_adr, dtype=np.int64)[idx]
+    dof = np.asarray(tree.joint_dof_adr, dtype=np.int64)[idx]
+    value = q[qpos]
+    limits = model.joint_range.astype(dtype)[idx]
+    to_lower, to_upper = value - limits[:, 0], limits[:, 1] - value
+    lower = to_lower <= to_upper
+    distance = jnp.where(lower, to_lower, to_upper)
+    sign = jnp.where(lower, 1.0, -1.0).astype(dtype)
+    rows = jnp.zeros((len(joints), 3, tree.nv), dtype)
+    rows = rows.at[jnp.arange(len(joints)), 2, jnp.asarray(dof)].set(sign)
+    return distance, rows, sign

@@ -1,0 +1,163 @@
+"""Broad-phase culling and the narrow phase: a registry of pair functions vmapped per group.
+
+DESIGN §2 stages 2–3. For every static :class:`~.pairs.PairGroup`:
+
+1. **culling** — bounding spheres (a signed distance for planes) give a cheap lower bound ``gap``
+   of each pair's distance; pairs with ``gap ≤ margin`` are *near*. Groups whose narrow budget is
+   smaller than their pair count run the exact test on the ``budget`` pairs of smallest gap
+   (``lax.top_k``) and flag an overflow when more pairs are near (static budget + mask, no
+   sentinel);
+2. **pair function** — the registered closed form for the group's types (:mod:`.primitives`,
+   :mod:`.box_box`) or the GJK/EPA fallback (:mod:`.generic`), vmapped over the group's pairs,
+   each returning a manifold of ``K ≤ 4`` points;
+3. candidates of all groups are concatenated with their bodies, friction (MuJoCo's rule: the
+   larger of the two geoms' sliding coefficients) and a stable integer key
+   ``4·(model-wide pair index) + slot`` used to warm-start the solver across steps.
+
+Adding a pair type = one function ``(GeomData a, GeomData b, margin) -> Manifold`` registered in
+``PAIR_FUNCTIONS`` with its point count.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..dynamics.kinematics import Kinematics
+from ..model import Model
+from ..types import GeomType
+from . import primitives as prim
+from .box_box import box_box
+from .generic import make_generic_pair
+from .geoms import bounding_sphere, gather_geoms, geom_world_frames
+from .pairs import CollisionStructure, PairGroup
+
+__all__ = ["PAIR_FUNCTIONS", "has_closed_form", "pair_function", "Candidates", "narrow_phase",
+           "max_candidates", "KEY_STRIDE"]
+
+T = GeomType
+#: (type_a, type_b) with type_a <= type_b  ->  (pair function, points per pair)
+PAIR_FUNCTIONS = {
+    (T.PLANE, T.SPHERE): (prim.plane_sphere, 1),
+    (T.PLANE, T.CAPSULE): (prim.plane_capsule, 2),
+    (T.PLANE, T.BOX): (prim.plane_box, 4),
+    (T.PLANE, T.CYLINDER): (prim.plane_cylinder, 4),
+    (T.PLANE, T.MESH): (prim.plane_mesh, 4),
+    (T.SPHERE, T.SPHERE): (prim.sphere_sphere, 1),
+    (T.SPHERE, T.CAPSULE): (prim.sphere_capsule, 1),
+    (T.SPHERE, T.BOX): (prim.sphere_box, 1),
+    (T.CAPSULE, T.CAPSULE): (prim.capsule_capsule, 2),
+    (T.BOX, T.BOX): (box_box, 4),
+}
+#: key = KEY_STRIDE * pair index + slot (slots per pair never exceed 4)
+KEY_STRIDE = 4
+
+
+def has_closed_form(type_a: GeomType, type_b: GeomType) -> bool:
+    """Whether the ordered pair has a registered closed form (else GJK/EPA)."""
+    return (GeomType(type_a), GeomType(type_b)) in PAIR_FUNCTIONS
+
+
+def pair_function(type_a: GeomType, type_b: GeomType):
+    """``(function, points_per_pair)`` for the ordered pair ``type_a <= type_b``."""
+    key = (GeomType(type_a), GeomType(type_b))
+    if key in PAIR_FUNCTIONS:
+        return PAIR_FUNCTIONS[key]
+    return make_generic_pair(*key)
+
+
+def max_candidates(structure: CollisionStructure) -> int:
+    """Static number of candidate contact points produced per step."""
+    return sum(g.narrow_budget * pair_function(g.type_a, g.type_b)[1] for g in structure.groups)
+
+
+class Candidates(eqx.Module):
+    """Candidate contacts of one step (``N`` = :func:`max_candidates`).
+
+    Attributes:
+      distance ``(N,)`` m; point ``(N, 3)``; normal ``(N, 3)`` from geom a to geom b;
+      active ``(N,)`` bool (a real point within the contact margin of a near pair);
+      friction ``(N,)``; body_a, body_b ``(N,)`` int32; key ``(N,)`` int32 stable identity;
+      overflow: scalar bool, some group had more near pairs than its narrow budget.
+    """
+
+    distance: jax.Array
+    point: jax.Array
+    normal: jax.Array
+    active: jax.Array
+    friction: jax.Array
+    body_a: jax.Array
+    body_b: jax.Array
+    key: jax.Array
+    overflow: jax.Array
+
+
+def _group_candidates(model: Model, structure: CollisionStructure, frames, group: PairGroup,
+                      margin: jax.Array):
+    ta, tb = group.type_a, group.type_b
+    fn, points = pair_function(ta, tb)
+    geoms_a = gather_geoms(model, structure, frames, group.geom_a, ta)
+    geoms_b = gather_geoms(model, structure, frames, group.geom_b, tb)
+    dtype = geoms_a.pos.dtype
+    ia, ib = np.asarray(group.geom_a), np.asarray(group.geom_b)
+    pair_margin = margin + jnp.maximum(model.geom_margin.astype(dtype)[ia], model.geom_margin.astype(dtype)[ib])
+
+    center_b, radius_b = bounding_sphere(geoms_b, tb)
+    if ta == GeomType.PLANE:
+        gap = jnp.sum((center_b - geoms_a.pos) * geoms_a.rot[..., 2], axis=-1) - radius_b
+    else:
+        center_a, radius_a = bounding_sphere(geoms_a, ta)
+        gap = jnp.linalg.norm(center_b - center_a, axis=-1) - radius_a - radius_b
+    near = gap <= pair_margin
+
+    pair_index = jnp.arange(group.num_pairs)
+    overflow = jnp.zeros((), bool)
+    if group.narrow_budget < group.num_pairs:
+        _, pair_index = jax.lax.top_k(-gap, group.narrow_budget)
+        overflow = jnp.sum(near) > group.narrow_budget
+        take = lambda x: x[pair_index]  # noqa: E731
+        geoms_a = jax.tree_util.tree_map(take, geoms_a)
+        geoms_b = jax.tree_util.tree_map(take, geoms_b)
+        near, pair_margin = near[pair_index], pair_margin[pair_index]
+
+    manifold = jax.vmap(fn)(geoms_a, geoms_b, pair_margin)
+    active = manifold.valid & near[:, None] & (manifold.distance <= pair_margin[:, None])
+    friction = jnp.maximum(model.geom_friction.astype(dtype)[ia, 0], model.geom_friction.astype(dtype)[ib, 0])
+    body_a = jnp.asarray(np.asarray(model.geom_body, dtype=np.int32)[ia])
+    body_b = jnp.asarray(np.asarray(model.geom_body, dtype=np.int32)[ib])
+    global_pair = group.key_offset + pair_index
+    key = KEY_STRIDE * global_pair[:, None] + jnp.arange(points)[None, :]
+    expand = lambda x: jnp.broadcast_to(x[pair_index][:, None], (x[pair_index].shape[0], points))  # noqa: E731
+    flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
+    return dict(
+        distance=flat(manifold.distance), point=flat(manifold.point), normal=flat(manifold.normal),
+        active=flat(active), friction=flat(expand(friction)), body_a=flat(expand(body_a)),
+        body_b=flat(expand(body_b)), key=flat(key).astype(jnp.int32),
+    ), overflow
+
+
+def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
+                 margin: jax.Array) -> Candidates:
+    """All candidate contacts of the configuration whose kinematics is ``kin``.
+
+    Args:
+      model: the scene; structure: its static pair groups; kin: forward kinematics at ``q``;
+      margin: scalar contact margin (m), added to the geoms' own margins.
+    """
+    dtype = kin.body_pos.dtype
+    frames = geom_world_frames(model, kin)
+    parts, overflow = [], jnp.zeros((), bool)
+    for group in structure.groups:  # static loop over pair-type groups
+        with jax.named_scope(f"narrow_{group.type_a.name.lower()}_{group.type_b.name.lower()}"):
+            part, over = _group_candidates(model, structure, frames, group, margin.astype(dtype))
+        parts.append(part)
+        overflow = overflow | over
+    if not parts:
+        z = jnp.zeros((0,), dtype)
+        return Candidates(z, jnp.zeros((0, 3), dtype), jnp.zeros((0, 3), dtype), jnp.zeros((0,), bool),
+                          z, jnp.zeros((0,), jnp.int32), jnp.zeros((0,), jnp.int32),
+                          jnp.zeros((0,), jnp.int32), overflow)
+    cat = {k: jnp.concatenate([p[k] for p in parts]) for k in parts[0]}
+    return Candidates(overflow=overflow, **cat)

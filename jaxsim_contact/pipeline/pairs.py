@@ -1,0 +1,196 @@
+"""Static candidate collision pairs, built once on the host (DESIGN §2 stage 2, first half).
+
+A pair of geoms ``(a, b)`` is a candidate when all of these hold (MuJoCo's filtering rules, so a
+model behaves as in MuJoCo C):
+
+* bitmasks: ``contype[a] & conaffinity[b]`` or ``contype[b] & conaffinity[a]`` is non-zero;
+* the geoms are on different *weld groups* (a body without joints is welded to its parent; two
+  geoms that cannot move relative to each other never collide — this also drops world-world
+  pairs);
+* no parent/child pair: the weld group of one is not the parent weld group of the other, unless
+  that parent is the world (geoms of a body still collide with the floor);
+* the body pair is not excluded explicitly (MJCF ``<exclude>``);
+* not two planes (unbounded both).
+
+Candidates are grouped by their (ordered) geom types: one :class:`PairGroup` per
+``(type_a, type_b)`` with ``type_a ≤ type_b`` (so a plane is always ``a``). Each group is run by
+one vmapped pair function in the step, so the Python loop in traced code is over static groups
+only. Groups carry a *narrow-phase budget*: the number of pairs that go through the exact pair
+function per step after bounding-sphere culling (all pairs for closed forms; capped for the
+costly GJK/EPA groups, with the overflow flagged).
+
+Convex-mesh geoms are reduced to the vertices of their convex hull here (indices into the stored
+vertex array; the vertex *values* stay dynamic model leaves).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from ..types import GeomType
+
+__all__ = ["PairGroup", "CollisionStructure", "build_collision_structure", "collision_structure"]
+
+#: default narrow-phase budget of a group handled by GJK/EPA (pairs per step after culling)
+DEFAULT_GENERIC_PAIR_BUDGET = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class PairGroup:
+    """Candidate pairs of one ordered geom-type combination (static, hashable).
+
+    Attributes:
+      type_a, type_b: geom types, ``type_a <= type_b``.
+      geom_a, geom_b: ``(P,)`` geom indices of the pairs.
+      narrow_budget: pairs passed to the pair function per step (``<= P``); when more pairs pass
+        the bounding-sphere test the closest ``narrow_budget`` are kept and the overflow flagged.
+      key_offset: index of the group's first pair in the model-wide candidate numbering.
+    """
+
+    type_a: GeomType
+    type_b: GeomType
+    geom_a: tuple[int, ...]
+    geom_b: tuple[int, ...]
+    narrow_budget: int
+    key_offset: int
+
+    @property
+    def num_pairs(self) -> int:
+        return len(self.geom_a)
+
+
+@dataclasses.dataclass(frozen=True)
+class CollisionStructure:
+    """Everything static the contact stage needs about geometry (hashable).
+
+    Attributes:
+      groups: candidate pair groups.
+      mesh_hull: per mesh, indices of its convex-hull vertices in ``Model.mesh_vertices[m]``.
+      num_pairs: total number of candidate pairs (all groups).
+    """
+
+    groups: tuple[PairGroup, ...]
+    mesh_hull: tuple[tuple[int, ...], ...]
+
+    @property
+    def num_pairs(self) -> int:
+        return sum(g.num_pairs for g in self.groups)
+
+
+def _weld_roots(body_parent: tuple[int, ...], body_joint_num: tuple[int, ...]) -> list[int]:
+    """Weld group of every body: the nearest ancestor-or-self with a joint (0 = world)."""
+    weld = [0] * len(body_parent)
+    for b in range(1, len(body_parent)):
+        weld[b] = b if body_joint_num[b] > 0 else weld[body_parent[b]]
+    return weld
+
+
+def _hull_indices(vertices: np.ndarray) -> tuple[int, ...]:
+    """Indices of the convex-hull vertices (all vertices if the hull cannot be computed)."""
+    vertices = np.asarray(vertices, dtype=np.float64)
+    if len(vertices) < 5:
+        return tuple(range(len(vertices)))
+    try:
+        from scipy.spatial import ConvexHull
+
+        return tuple(int(i) for i in sorted(ConvexHull(vertices).vertices))
+    except Exception:  # degenerate (flat) meshes: keep every vertex, support stays exact
+        return tuple(range(len(vertices)))
+
+
+def build_collision_structure(
+    *,
+    geom_type,
+    geom_body,
+    geom_contype,
+    geom_conaffinity,
+    body_parent,
+    body_joint_num,
+    exclude_body_pairs=(),
+    mesh_vertices=(),
+    generic_pair_budget: int = DEFAULT_GENERIC_PAIR_BUDGET,
+) -> CollisionStructure:
+    """Candidate pairs and mesh hulls from the static geom description (host side).
+
+    Args:
+      geom_type, geom_body, geom_contype, geom_conaffinity: per-geom tuples (MuJoCo order).
+      body_parent, body_joint_num: per-body tuples of the kinematic tree.
+      exclude_body_pairs: explicit ``(body1, body2)`` exclusions.
+      mesh_vertices: per mesh, ``(V, 3)`` vertices (concrete values) for the hull; an empty tuple
+        or traced values keep every vertex.
+      generic_pair_budget: narrow-phase budget of groups without a closed form (GJK/EPA).
+    """
+    from .narrowphase import has_closed_form  # the registry decides which groups are cheap
+
+    weld = _weld_roots(tuple(body_parent), tuple(body_joint_num))
+    excluded = {tuple(sorted(p)) for p in exclude_body_pairs}
+    by_types: dict[tuple[GeomType, GeomType], list[tuple[int, int]]] = {}
+    ngeom = len(geom_type)
+    for a in range(ngeom):
+        for b in range(a + 1, ngeom):
+            if not (geom_contype[a] & geom_conaffinity[b] or geom_contype[b] & geom_conaffinity[a]):
+                continue
+            ta, tb = GeomType(geom_type[a]), GeomType(geom_type[b])
+            if ta == GeomType.PLANE and tb == GeomType.PLANE:
+                continue
+            wa, wb = weld[geom_body[a]], weld[geom_body[b]]
+            if wa == wb:
+                continue
+            if (wa != 0 and weld[body_parent[wa]] == wb and wb != 0) or (
+                wb != 0 and weld[body_parent[wb]] == wa and wa != 0
+            ):
+                continue
+            if tuple(sorted((geom_body[a], geom_body[b]))) in excluded:
+                continue
+            if tb < ta:
+                a_, b_, ta, tb = b, a, tb, ta
+            else:
+                a_, b_ = a, b
+            by_types.setdefault((ta, tb), []).append((a_, b_))
+
+    groups, offset = [], 0
+    for (ta, tb), pairs in sorted(by_types.items()):
+        budget = len(pairs) if has_closed_form(ta, tb) else min(len(pairs), generic_pair_budget)
+        groups.append(
+            PairGroup(ta, tb, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), budget, offset)
+        )
+        offset += len(pairs)
+
+    hulls = []
+    for verts in mesh_vertices:
+        try:
+            concrete = np.asarray(verts)
+        except Exception:  # traced vertices: no host-side hull
+            concrete = None
+        hulls.append(_hull_indices(concrete) if concrete is not None else tuple(range(verts.shape[0])))
+    return CollisionStructure(groups=tuple(groups), mesh_hull=tuple(hulls))
+
+
+@functools.lru_cache(maxsize=64)
+def _structure_from_static(geom_type, geom_body, contype, conaffinity, parent, joint_num, exclude,
+                           mesh_sizes):
+    return build_collision_structure(
+        geom_type=geom_type, geom_body=geom_body, geom_contype=contype,
+        geom_conaffinity=conaffinity, body_parent=parent, body_joint_num=joint_num,
+        exclude_body_pairs=exclude,
+    )
+
+
+def collision_structure(model) -> CollisionStructure:
+    """The model's :class:`CollisionStructure`: the one built at load time, else one derived
+    from the static fields (cached; meshes then keep all their vertices)."""
+    if model.collision is not None:
+        return model.collision
+    tree = model.tree
+    structure = _structure_from_static(
+        tuple(model.geom_type), tuple(model.geom_body), tuple(model.geom_contype),
+        tuple(model.geom_conaffinity), tuple(tree.body_parent), tuple(tree.body_joint_num),
+        tuple(model.exclude_body_pairs), tuple(int(v.shape[0]) for v in model.mesh_vertices),
+    )
+    # all-vertex "hulls" for the fallback (vertex values may be traced here)
+    return dataclasses.replace(
+        structure, mesh_hull=tuple(tuple(range(int(v.shape[0]))) for v in model.mesh_vertices)
+    )

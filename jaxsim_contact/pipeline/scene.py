@@ -1,0 +1,83 @@
+"""Host-side scene edits of a loaded model: add a floor, choose which pairs collide.
+
+Both return a new :class:`~jaxsim_contact.model.Model` with its static collision structure rebuilt
+(:mod:`.pairs`); they are meant for set-up code, never for traced code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..model import Model
+from ..types import GeomType
+from .pairs import DEFAULT_GENERIC_PAIR_BUDGET, build_collision_structure
+
+__all__ = ["add_floor", "set_collision", "rebuild_collision"]
+
+
+def rebuild_collision(model: Model, *, exclude_body_pairs=None,
+                      generic_pair_budget: int = DEFAULT_GENERIC_PAIR_BUDGET) -> Model:
+    """Recompute the static candidate pairs (and mesh hulls) from the model's geoms."""
+    exclude = model.exclude_body_pairs if exclude_body_pairs is None else tuple(exclude_body_pairs)
+    structure = build_collision_structure(
+        geom_type=model.geom_type, geom_body=model.geom_body, geom_contype=model.geom_contype,
+        geom_conaffinity=model.geom_conaffinity, body_parent=model.tree.body_parent,
+        body_joint_num=model.tree.body_joint_num, exclude_body_pairs=exclude,
+        mesh_vertices=tuple(np.asarray(v) for v in model.mesh_vertices),
+        generic_pair_budget=generic_pair_budget,
+    )
+    return dataclasses.replace(model, exclude_body_pairs=exclude, collision=structure)
+
+
+def add_floor(model: Model, *, height: float = 0.0, friction: float = 1.0,
+              name: str = "floor") -> Model:
+    """A copy of ``model`` with a horizontal plane (half-space ``z ≤ height``) on the world body.
+
+    The plane collides with every geom (``contype = conaffinity = 1``), friction ``friction``.
+    Useful for URDF robots, which have no floor of their own.
+    """
+    if not np.isfinite(friction) or friction < 0:
+        raise ValueError(f"add_floor: friction must be finite and >= 0, got {friction}")
+    dtype = model.dtype
+    row = lambda arr, value: jnp.concatenate([arr, jnp.asarray([value], dtype)])  # noqa: E731
+    out = dataclasses.replace(
+        model,
+        geom_size=row(model.geom_size, [10.0, 10.0, 0.1]),
+        geom_pos=row(model.geom_pos, [0.0, 0.0, height]),
+        geom_quat=row(model.geom_quat, [1.0, 0.0, 0.0, 0.0]),
+        geom_friction=row(model.geom_friction, [friction, 0.005, 0.0001]),
+        geom_margin=jnp.concatenate([model.geom_margin, jnp.zeros((1,), dtype)]),
+        geom_names=model.geom_names + (name,),
+        geom_type=model.geom_type + (GeomType.PLANE,),
+        geom_body=model.geom_body + (0,),
+        geom_contype=model.geom_contype + (1,),
+        geom_conaffinity=model.geom_conaffinity + (1,),
+        geom_mesh=model.geom_mesh + (-1,),
+    )
+    return rebuild_collision(out)
+
+
+def set_collision(model: Model, *, self_collision: bool = True,
+                  generic_pair_budget: int = DEFAULT_GENERIC_PAIR_BUDGET) -> Model:
+    """A copy with the candidate pairs rebuilt.
+
+    Args:
+      self_collision: ``False`` excludes every pair of two moving bodies of the same kinematic
+        tree (robots then only touch the world and other trees), as an ``<exclude>`` per pair.
+      generic_pair_budget: narrow-phase budget of GJK/EPA groups (pairs per step).
+    """
+    exclude = list(model.exclude_body_pairs)
+    if not self_collision:
+        parent = model.tree.body_parent
+        root = [0] * model.nbody
+        for b in range(1, model.nbody):
+            root[b] = b if parent[b] == 0 else root[parent[b]]
+        for a in range(1, model.nbody):
+            for b in range(a + 1, model.nbody):
+                if root[a] == root[b]:
+                    exclude.append((a, b))
+    return rebuild_collision(model, exclude_body_pairs=tuple(exclude),
+                             generic_pair_budget=generic_pair_budget)

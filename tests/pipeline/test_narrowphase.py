@@ -1,0 +1,211 @@
+"""Narrow phase: closed forms against GJK/EPA, manifolds that let boxes and meshes rest on a face,
+candidate-pair filtering, bounding-sphere culling with its overflow flag."""
+
+from __future__ import annotations
+
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsim_contact as jc
+from jaxsim_contact.geometry import Box, Capsule, Plane, Sphere
+from jaxsim_contact.math import Transform, quat_from_axis_angle, quat_to_matrix
+from jaxsim_contact.pipeline import GeomData, pair_function
+from jaxsim_contact.types import GeomType as T
+
+RNG = np.random.default_rng(42)
+
+
+def geom(pos, quat, size, vertices=None):
+    pos, quat = jnp.asarray(pos, float), jnp.asarray(quat, float)
+    quat = quat / jnp.linalg.norm(quat)
+    verts = jnp.zeros((1, 3)) if vertices is None else jnp.asarray(vertices, float)
+    return GeomData(pos, quat, quat_to_matrix(quat), jnp.asarray(size, float), verts,
+                    jnp.ones(verts.shape[0], bool) if vertices is not None else jnp.zeros(1, bool))
+
+
+def shape(type_, size):
+    return {T.SPHERE: lambda: Sphere(size[0]), T.CAPSULE: lambda: Capsule(size[0], size[1]),
+            T.BOX: lambda: Box(jnp.asarray(size)), T.PLANE: lambda: Plane()}[type_]()
+
+
+def random_quat():
+    q = RNG.normal(size=4)
+    return q / np.linalg.norm(q)
+
+
+CLOSED_FORMS = [(T.PLANE, T.SPHERE), (T.PLANE, T.CAPSULE), (T.PLANE, T.BOX), (T.SPHERE, T.SPHERE),
+                (T.SPHERE, T.CAPSULE), (T.SPHERE, T.BOX), (T.CAPSULE, T.CAPSULE), (T.BOX, T.BOX)]
+SIZES = {T.PLANE: [1.0, 1.0, 0.1], T.SPHERE: [0.3, 0, 0], T.CAPSULE: [0.15, 0.25, 0],
+         T.BOX: [0.3, 0.2, 0.25]}
+
+
+@pytest.mark.parametrize("types", CLOSED_FORMS, ids=lambda t: f"{t[0].name}-{t[1].name}".lower())
+def test_closed_form_deepest_point_matches_gjk_epa(types):
+    # the deepest manifold point is the signed distance that GJK/EPA computes, for separated and
+    # penetrating random poses (the closed forms replace GJK/EPA, so they must agree with it)
+    ta, tb = types
+    fn, _ = pair_function(ta, tb)
+    fn = jax.jit(fn)
+    checked = 0
+    for trial in range(12):
+        qa = np.array([1.0, 0, 0, 0]) if ta == T.PLANE else random_quat()
+        qb = random_quat()
+        pa = np.zeros(3)
+        pb = RNG.normal(size=3) * 0.3 + (np.array([0, 0, 0.45]) if ta == T.PLANE else 0.0)
+        a, b = geom(pa, qa, SIZES[ta]), geom(pb, qb, SIZES[tb])
+        manifold = fn(a, b, jnp.asarray(0.0))
+        ref = jc.collision.distance(shape(ta, SIZES[ta]), Transform(a.pos, a.quat),
+                                    shape(tb, SIZES[tb]), Transform(b.pos, b.quat))
+        if not bool(ref.converged):
+            continue
+        deepest = float(jnp.min(jnp.where(manifold.valid, manifold.distance, jnp.inf)))
+        # SAT (box-box) is exact when penetrating; separated boxes only need a lower bound
+        if (ta, tb) == (T.BOX, T.BOX) and float(ref.signed_distance) > 0:
+            assert deepest <= float(ref.signed_distance) + 1e-9
+        else:
+            assert deepest == pytest.approx(float(ref.signed_distance), abs=1e-6)
+            k = int(jnp.argmin(jnp.where(manifold.valid, manifold.distance, jnp.inf)))
+            if abs(float(ref.signed_distance)) > 1e-3:
+                np.testing.assert_allclose(np.asarray(manifold.normal[k]), np.asarray(ref.normal), atol=1e-5)
+        checked += 1
+    assert checked >= 8
+
+
+def test_box_resting_on_box_gets_its_four_face_corners():
+    # a small box on a larger one, rotated 30° about z and sunk 1 mm: the contact polygon is the
+    # small box's bottom face (all 4 corners, depth 1 mm, normal +z from a to b)
+    fn = jax.jit(pair_function(T.BOX, T.BOX)[0])
+    quat = np.asarray(quat_from_axis_angle(jnp.array([0.0, 0, 1]), jnp.asarray(np.pi / 6)))
+    a = geom([0, 0, 0], [1, 0, 0, 0], [0.5, 0.5, 0.1])
+    b = geom([0.05, -0.02, 0.1 + 0.1 - 1e-3], quat, [0.1, 0.1, 0.1])
+    m = fn(a, b, jnp.asarray(1e-3))
+    assert bool(jnp.all(m.valid))
+    np.testing.assert_allclose(np.asarray(m.distance), -1e-3, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(m.normal), np.tile([0, 0, 1.0], (4, 1)), atol=1e-12)
+    corners = np.asarray(m.point)[:, :2]
+    rot = np.asarray(quat_to_matrix(jnp.asarray(quat)))[:2, :2]
+    expected = np.array([[sx, sy] for sx in (-0.1, 0.1) for sy in (-0.1, 0.1)]) @ rot.T + [0.05, -0.02]
+    for c in expected:
+        assert np.min(np.linalg.norm(corners - c, axis=1)) < 1e-12
+    # the overlap of two equal boxes shifted sideways: corners of the intersection rectangle
+    b2 = geom([0.45, 0.45, 0.1 + 0.1 - 1e-3], [1, 0, 0, 0], [0.1, 0.1, 0.1])
+    m2 = fn(a, b2, jnp.asarray(1e-3))
+    pts = np.asarray(m2.point)[np.asarray(m2.valid)][:, :2]
+    assert len(pts) == 4
+    np.testing.assert_allclose(np.sort(pts[:, 0]), [0.35, 0.35, 0.5, 0.5], atol=1e-12)
+    np.testing.assert_allclose(np.sort(pts[:, 1]), [0.35, 0.35, 0.5, 0.5], atol=1e-12)
+
+
+def test_box_box_edge_on_edge_is_one_point():
+    fn = jax.jit(pair_function(T.BOX, T.BOX)[0])
+    # two cubes rotated 45° about perpendicular axes, touching edge to edge
+    qa = np.asarray(quat_from_axis_angle(jnp.array([1.0, 0, 0]), jnp.asarray(np.pi / 4)))
+    qb = np.asarray(quat_from_axis_angle(jnp.array([0.0, 1, 0]), jnp.asarray(np.pi / 4)))
+    h = 0.1 * np.sqrt(2)
+    a, b = geom([0, 0, 0], qa, [0.1] * 3), geom([0, 0, 2 * h - 1e-3], qb, [0.1] * 3)
+    m = fn(a, b, jnp.asarray(0.0))
+    assert int(jnp.sum(m.valid)) == 1
+    assert float(m.distance[0]) == pytest.approx(-1e-3, abs=1e-9)
+    np.testing.assert_allclose(np.asarray(m.normal[0]), [0, 0, 1], atol=1e-9)
+    np.testing.assert_allclose(np.asarray(m.point[0]), [0, 0, h - 5e-4], atol=1e-9)
+
+
+def test_plane_mesh_and_generic_mesh_box_rest_on_a_face():
+    # a cube-shaped convex mesh (hull of a cube plus points on its faces) on a plane and on a box:
+    # 4 contacts at the corners of the bottom face
+    corners = np.array([[x, y, z] for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.1, 0.1)])
+    verts = np.concatenate([corners, [[0.0, 0.0, 0.1], [0.05, 0.0, -0.1]]])  # 2 non-extreme points
+    mesh = geom([0.3, 0.2, 0.1 - 2e-4], [1, 0, 0, 0], [0, 0, 0], vertices=verts)
+    plane = geom([0, 0, 0], [1, 0, 0, 0], SIZES[T.PLANE])
+    m = jax.jit(pair_function(T.PLANE, T.MESH)[0])(plane, mesh, jnp.asarray(1e-3))
+    assert bool(jnp.all(m.valid))
+    np.testing.assert_allclose(np.asarray(m.distance), -2e-4, atol=1e-12)
+    assert sorted(map(tuple, np.round(np.asarray(m.point)[:, :2] - [0.3, 0.2], 9))) == \
+        sorted(map(tuple, np.round(corners[corners[:, 2] < 0][:, :2], 9)))
+    # generic GJK/EPA pair (box a, mesh b) with perturbed queries: the same 4 corners
+    box = geom([0.3, 0.2, -0.5], [1, 0, 0, 0], [1.0, 1.0, 0.5])
+    fn, points = pair_function(T.BOX, T.MESH)
+    assert points == 4
+    g = jax.jit(fn)(box, mesh, jnp.asarray(1e-3))
+    assert int(jnp.sum(g.valid)) == 4
+    np.testing.assert_allclose(np.asarray(g.distance)[np.asarray(g.valid)], -2e-4, atol=1e-6)
+    got = np.asarray(g.point)[np.asarray(g.valid)][:, :2] - [0.3, 0.2]
+    for c in corners[corners[:, 2] < 0][:, :2]:
+        assert np.min(np.linalg.norm(got - c, axis=1)) < 1e-3 * 0.1 + 1e-6
+
+
+FILTER_XML = textwrap.dedent("""
+    <mujoco>
+      <worldbody>
+        <geom name="floor" type="plane" size="5 5 0.1"/>
+        <geom name="wall" type="box" pos="2 0 0.5" size="0.1 1 0.5"/>
+        <body name="a" pos="0 0 1">
+          <freejoint/>
+          <geom name="a_box" type="box" size="0.1 0.1 0.1"/>
+          <body name="b" pos="0 0 0.3">
+            <joint type="hinge" axis="0 1 0"/>
+            <geom name="b_sphere" type="sphere" size="0.1"/>
+            <body name="c" pos="0 0 0.3">
+              <joint type="hinge" axis="0 1 0"/>
+              <geom name="c_capsule" type="capsule" size="0.05 0.1"/>
+              <geom name="c_ghost" type="sphere" size="0.05" contype="2" conaffinity="2"/>
+            </body>
+          </body>
+        </body>
+        <body name="d" pos="1 0 1">
+          <freejoint/>
+          <geom name="d_box" type="box" size="0.1 0.1 0.1"/>
+        </body>
+      </worldbody>
+      <contact><exclude body1="a" body2="d"/></contact>
+    </mujoco>""")
+
+
+def test_candidate_pairs_follow_mujoco_filtering(tmp_path):
+    path = tmp_path / "filter.xml"
+    path.write_text(FILTER_XML)
+    model = jc.load(path)
+    names = model.geom_names
+    pairs = {frozenset((names[a], names[b])) for g in model.collision.groups
+             for a, b in zip(g.geom_a, g.geom_b)}
+    # world geoms never collide with each other; parent/child (a-b, b-c) are filtered but the
+    # grandparent pair a-c is kept; bitmasks drop c_ghost (contype 2 vs conaffinity 1); the
+    # explicit exclusion drops a-d
+    expected = {frozenset(p) for p in [
+        ("floor", "a_box"), ("floor", "b_sphere"), ("floor", "c_capsule"), ("floor", "d_box"),
+        ("wall", "a_box"), ("wall", "b_sphere"), ("wall", "c_capsule"), ("wall", "d_box"),
+        ("a_box", "c_capsule"), ("b_sphere", "d_box"), ("c_capsule", "d_box"),
+    ]}
+    assert pairs == expected
+    # groups are ordered by type with the plane first in its pairs
+    for g in model.collision.groups:
+        assert g.type_a <= g.type_b
+        assert all(model.geom_type[a] == g.type_a and model.geom_type[b] == g.type_b
+                   for a, b in zip(g.geom_a, g.geom_b))
+
+
+def test_culling_budget_overflow_is_flagged_and_keeps_the_closest_pairs():
+    model = jc.scenes.load("pile", nx=2, ny=2, nz=1, gap=1e-4)
+    from jaxsim_contact.pipeline import set_collision
+    from jaxsim_contact.pipeline.pairs import build_collision_structure
+    import dataclasses
+
+    kin = jc.dynamics.forward_kinematics(model, model.qpos0)
+    narrow = jax.jit(lambda m: jc.pipeline.narrow_phase(m, m.collision, kin, m.options.contact_margin))
+    full = narrow(model)
+    assert not bool(full.overflow)
+    # 4 cubes on the floor (4 points each) and 4 side-by-side neighbour pairs within the margin
+    assert int(jnp.sum(full.active)) == 4 * 4 + 4 * 4
+    # a budget of 2 box-box pairs per step: overflow flagged, the 2 kept pairs are near ones
+    groups = tuple(dataclasses.replace(g, narrow_budget=2) if g.type_a == T.BOX else g
+                   for g in model.collision.groups)
+    small = dataclasses.replace(model, collision=dataclasses.replace(model.collision, groups=groups))
+    culled = narrow(small)
+    assert bool(culled.overflow)
+    assert int(jnp.sum(culled.active)) == 4 * 4 + 2 * 4
+    # the diagonal pairs (farther than the margin) are never active
+    assert np.all(np.asarray(full.distance)[np.asarray(full.active)] <= 1e-3 + 1e-12)
