@@ -100,8 +100,13 @@ class ADMM(ContactSolver):
       rho_update_ratio: dynamic primal/dual ratio that triggers an update (default 10).
       rho_power: dynamic spectral exponent (default 0.05, i.e. ``ρ ← ρ κ^{±0.05}``).
       power_iterations: static number of power iterations for ``λ_max``, ``λ_min`` (default 50).
-      factorization: static ``"cholesky"`` (seed 001: Cholesky of ``G + R + ρI``, refactored when ρ
-        changes) or ``"eigh"`` (one eigendecomposition, any ρ costs two mat-vecs; κ exact).
+      factorization: static ``"eigh"`` (default: one eigendecomposition ``G + R = Q Λ Qᵀ``, after
+        which a solve with any ρ is two mat-vecs) or ``"cholesky"`` (seed 001: Cholesky of
+        ``G + R + ρI``, refactored when ρ changes). Both use the same ρ schedule (κ from power
+        iteration), so their iterates agree. Under ``vmap`` the "refactor if ρ changed" branch
+        becomes a select that refactors every iteration: measured at batch 32, float64, ADMM-NCP
+        to 1e-6 on random problems, eigh costs 362 µs vs 4671 µs per problem at n = 16 and 16.4 ms
+        vs 507 ms at n = 64, same iteration counts.
     """
 
     formulation: str = eqx.field(static=True)
@@ -116,7 +121,7 @@ class ADMM(ContactSolver):
 
     def __init__(self, formulation: str = "ncp", max_iterations: int = 1000, tolerance=1e-6,
                  rho=0.0, over_relaxation=1.0, rho_update_ratio=10.0, rho_power=0.05,
-                 power_iterations: int = 50, factorization: str = "cholesky"):
+                 power_iterations: int = 50, factorization: str = "eigh"):
         if formulation not in ("ccp", "ncp"):
             raise ValueError(f"ADMM formulation must be 'ccp' or 'ncp', got {formulation!r}")
         if factorization not in ("cholesky", "eigh"):
@@ -154,10 +159,7 @@ class ADMM(ContactSolver):
         if self.factorization == "eigh":
             evals, Q = jnp.linalg.eigh(A)
             evals = jnp.maximum(evals, 0.0)
-            lmax = jnp.maximum(evals[-1], jnp.finfo(dtype).tiny)
-            lmin = jnp.clip(evals[0], lmax / _KAPPA_MAX, lmax)
-        else:
-            lmax, lmin = spectral_bounds(A, self.power_iterations)
+        lmax, lmin = spectral_bounds(A, self.power_iterations)
         kappa = lmax / lmin
         rho_user = jnp.asarray(self.rho_init, dtype)
         rho = jnp.where(rho_user > 0, rho_user, jnp.sqrt(lmax * lmin))
