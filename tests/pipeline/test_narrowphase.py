@@ -50,6 +50,9 @@ def test_closed_form_deepest_point_matches_gjk_epa(types):
     ta, tb = types
     fn, _ = pair_function(ta, tb)
     fn = jax.jit(fn)
+    shape_a, shape_b = shape(ta, SIZES[ta]), shape(tb, SIZES[tb])
+    reference = jax.jit(lambda a, b: jc.collision.distance(
+        shape_a, Transform(a.pos, a.quat), shape_b, Transform(b.pos, b.quat)))
     checked = 0
     for trial in range(12):
         qa = np.array([1.0, 0, 0, 0]) if ta == T.PLANE else random_quat()
@@ -58,8 +61,7 @@ def test_closed_form_deepest_point_matches_gjk_epa(types):
         pb = RNG.normal(size=3) * 0.3 + (np.array([0, 0, 0.45]) if ta == T.PLANE else 0.0)
         a, b = geom(pa, qa, SIZES[ta]), geom(pb, qb, SIZES[tb])
         manifold = fn(a, b, jnp.asarray(0.0))
-        ref = jc.collision.distance(shape(ta, SIZES[ta]), Transform(a.pos, a.quat),
-                                    shape(tb, SIZES[tb]), Transform(b.pos, b.quat))
+        ref = reference(a, b)
         if not bool(ref.converged):
             continue
         deepest = float(jnp.min(jnp.where(manifold.valid, manifold.distance, jnp.inf)))
