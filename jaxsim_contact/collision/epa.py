@@ -155,7 +155,11 @@ def _initial_polytope(support_fn, gjk_points, gjk_a, gjk_b, gjk_mask, max_vertic
     faces = jnp.zeros((num_faces, 3), jnp.int32).at[:4].set(faces4)
     adjacency = jnp.zeros((num_faces, 3), jnp.int32).at[:4].set(adjacency4)
     active = jnp.zeros(num_faces, bool).at[:4].set(True)
-    normals, distances, selectable = _face_geometry(vertices, faces, tiny_area)
+    # Geometry of the four real faces only; unused slots are inactive and get theirs when filled.
+    normals4, distances4, selectable4 = _face_geometry(vertices, faces4, tiny_area)
+    normals = jnp.zeros((num_faces, 3), dtype).at[:4].set(normals4)
+    distances = jnp.zeros(num_faces, dtype).at[:4].set(distances4)
+    selectable = jnp.zeros(num_faces, bool).at[:4].set(selectable4)
     return _Polytope(
         vertices, vertices_a, vertices_b, jnp.asarray(4, jnp.int32), faces, adjacency, active,
         normals, distances, selectable,
@@ -213,6 +217,9 @@ def run_epa(
     )
     poly = poly._replace(done=jnp.asarray(skip))
     num_faces = 2 * max_vertices
+    # Static bound on the horizon length: the fan of new faces (and their geometry) is computed
+    # on this many rows instead of all face slots. A longer horizon stops EPA (not converged).
+    max_horizon = min(num_faces, 48)
 
     def body(poly: _Polytope) -> _Polytope:
         best = _closest_face(poly)
@@ -235,12 +242,12 @@ def run_epa(
         horizon = visible[:, None] & ~neighbor_visible  # (F, 3) edges to re-stitch
         num_horizon = jnp.sum(horizon)
         free = ~poly.active | visible
-        enough_slots = jnp.sum(free) >= num_horizon
+        enough_slots = (jnp.sum(free) >= num_horizon) & (num_horizon <= max_horizon)
 
         # k-th horizon edge gets the k-th free face slot.
-        edge_ids = jnp.nonzero(horizon.reshape(-1), size=num_faces, fill_value=0)[0]
-        valid = jnp.arange(num_faces) < num_horizon
-        slots = jnp.nonzero(free, size=num_faces, fill_value=0)[0].astype(jnp.int32)
+        edge_ids = jnp.nonzero(horizon.reshape(-1), size=max_horizon, fill_value=0)[0]
+        valid = jnp.arange(max_horizon) < num_horizon
+        slots = jnp.nonzero(free, size=max_horizon, fill_value=0)[0].astype(jnp.int32)
         old_face = (edge_ids // 3).astype(jnp.int32)
         old_edge = edge_ids % 3
         start = poly.faces[old_face, old_edge]
@@ -271,7 +278,11 @@ def run_epa(
         vertices = poly.vertices.at[new_index].set(s, mode="drop")
         vertices_a = poly.vertices_a.at[new_index].set(s_a, mode="drop")
         vertices_b = poly.vertices_b.at[new_index].set(s_b, mode="drop")
-        normals, distances, selectable = _face_geometry(vertices, faces, tiny_area)
+        # Only the fan is new: vertices never move, so every other face keeps its geometry.
+        fan_normals, fan_distances, fan_selectable = _face_geometry(vertices, new_faces, tiny_area)
+        normals = poly.normals.at[slot_or_drop].set(fan_normals, mode="drop")
+        distances = poly.distances.at[slot_or_drop].set(fan_distances, mode="drop")
+        selectable = poly.selectable.at[slot_or_drop].set(fan_selectable, mode="drop")
         grown = _Polytope(
             vertices, vertices_a, vertices_b, poly.num_vertices + 1, faces, adjacency, active,
             normals, distances, selectable,
