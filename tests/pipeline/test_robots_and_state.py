@@ -1,0 +1,159 @@
+"""Robots on a floor (1000 steps, finite, joint limits hold), per-environment error bits in a
+vmapped batch, budget overflow, warm starts, solver selection and option validation."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsim_contact as jc
+from jaxsim_contact.model import ErrorFlag
+from jaxsim_contact.pipeline.jacobian import limited_joints
+from conftest import rollout, step
+from dynamics_reference import SCENES, scene_path
+
+# robot -> initial base height (floating bases) ; self-collision is off (see the report: hard
+# contacts between links that interpenetrate in the reference pose make the NCP infeasible)
+ROBOTS = {"panda": None, "go2": 0.45, "allegro": None}
+
+
+@functools.cache
+def robot(name: str):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*ignoring equality constraint")
+        model = jc.load(scene_path(name), **SCENES[name][1])
+    model = jc.pipeline.set_collision(jc.pipeline.add_floor(model), self_collision=False)
+    q0 = np.asarray(model.qpos0).copy()
+    if ROBOTS[name] is not None:
+        q0[2] = ROBOTS[name]
+    for j in limited_joints(model):  # start inside the joint ranges
+        adr = model.tree.joint_qpos_adr[j]
+        lo, hi = np.asarray(model.joint_range[j])
+        q0[adr] = np.clip(q0[adr], lo, hi)
+    return model, jnp.asarray(q0)
+
+
+@pytest.mark.parametrize("name", list(ROBOTS))
+def test_robot_runs_1000_steps_on_a_floor_with_limits_holding(name):
+    model, q0 = robot(name)
+    rng = np.random.default_rng(0)
+    # random torques/targets push joints into their limits
+    ctrl = jnp.asarray(rng.uniform(-1, 1, (1000, model.nu)) * 5.0)
+    final, traj = rollout(model, jc.init(model, q=q0), ctrl)
+    assert int(final.error) & int(ErrorFlag.NON_FINITE_STATE) == 0
+    assert bool(jnp.all(jnp.isfinite(traj.q))) and bool(jnp.all(jnp.isfinite(traj.v)))
+    tree = model.tree
+    for j in limited_joints(model):
+        q = np.asarray(traj.q[:, tree.joint_qpos_adr[j]])
+        lo, hi = np.asarray(model.joint_range[j])
+        # hard unilateral limits: violations only at the level of one step's Baumgarte-corrected
+        # overshoot
+        assert q.min() >= lo - 2e-3 and q.max() <= hi + 2e-3, (model.joint_names[j], q.min(), q.max(), lo, hi)
+    if ROBOTS[name] is not None:  # a floating base ends on the floor, not through it
+        assert float(jnp.max(traj.contact.penetration)) < 5e-3
+        assert float(final.q[2]) > 0.0
+
+
+def two_spheres_xml(tmp_path):
+    xml = """
+    <mujoco><option timestep="0.002"/><worldbody>
+      <geom type="plane" size="5 5 0.1"/>
+      <body pos="0 0 0.2"><freejoint/><geom type="sphere" size="0.1"/></body>
+      <body pos="1 0 0.2"><freejoint/><geom type="sphere" size="0.1"/></body>
+    </worldbody></mujoco>"""
+    path = tmp_path / "spheres.xml"
+    path.write_text(xml)
+    return jc.load(path)
+
+
+def test_one_diverging_environment_never_poisons_the_batch(tmp_path):
+    model = two_spheres_xml(tmp_path)
+    q = jnp.stack([model.qpos0, model.qpos0.at[2].set(jnp.nan), model.qpos0.at[2].set(0.09)])
+    states = jax.vmap(lambda q: jc.init(model, q=q))(q)
+    batched = jax.jit(jax.vmap(jc.step, in_axes=(None, 0, None)))
+    for _ in range(3):
+        states = batched(model, states, None)
+    errors = np.asarray(states.error)
+    assert errors[1] & ErrorFlag.NON_FINITE_STATE
+    assert errors[0] == 0 and errors[2] == 0
+    assert np.all(np.isfinite(np.asarray(states.q[0]))) and np.all(np.isfinite(np.asarray(states.q[2])))
+    # env 2 started 1 cm inside the floor: its contact force pushes it out, env 0 rests
+    assert float(states.contact.penetration[2]) < 0.01
+    singles = [step(model, jc.init(model, q=q[i]), None) for i in (0, 2)]
+    for single, i in zip(singles, (0, 2)):
+        once = batched(model, jax.vmap(lambda q: jc.init(model, q=q))(q), None)
+        np.testing.assert_allclose(np.asarray(once.q[i]), np.asarray(single.q), rtol=1e-12, atol=1e-12)
+
+
+def test_budget_overflow_and_non_convergence_set_their_bits(tmp_path):
+    model = two_spheres_xml(tmp_path)
+    state = jc.init(model, q=model.qpos0.at[2].set(0.0999).at[9].set(0.0999))
+    ok = step(model, state, None)
+    assert int(ok.error) == 0 and int(ok.contact.num_active) == 2
+    one_slot = model.replace_options(contact_budget=1)
+    over = jax.jit(jc.step)(one_slot, jc.init(one_slot, q=state.q), None)
+    assert int(over.error) & ErrorFlag.CONTACT_BUDGET_OVERFLOW
+    assert int(over.contact.num_active) == 1
+    starved = model.replace_options(solver=jc.contact.PGS("ncp", max_iterations=1, tolerance=1e-14))
+    # a sphere dropped fast: one PGS sweep at 1e-14 cannot converge
+    fast = jc.init(starved, q=state.q, v=jnp.zeros(model.nv).at[2].set(-3.0))
+    out = jax.jit(jc.step)(starved, fast, None)
+    assert int(out.error) & ErrorFlag.SOLVER_NOT_CONVERGED
+    assert not bool(out.contact.converged)
+
+
+def test_warm_start_reuses_last_forces_and_cuts_iterations():
+    model = jc.scenes.load("tower", count=4, gap=0.0)
+    state = jc.init(model)
+    for _ in range(30):
+        state = step(model, state, None)
+    cold = step(model, eqx.tree_at(lambda s: s.contact.force, state, jnp.zeros_like(state.contact.force)), None)
+    warm = step(model, state, None)
+    assert int(warm.contact.iterations) < int(cold.contact.iterations)
+    np.testing.assert_allclose(np.asarray(warm.contact.force), np.asarray(cold.contact.force), atol=1e-4)
+    # 4 contacts carry each box: the bottom face carries the weight of the whole tower
+    bottom = np.asarray(warm.contact.force)[np.asarray(warm.contact.active)][:, 2]
+    assert bottom.sum() == pytest.approx(4 * 4 * 9.81 * 1.0 * (1 + 2 + 3 + 4) / 4 / 4, rel=1e-4)
+
+
+@pytest.mark.parametrize("solver", [jc.contact.PGS("ncp", tolerance=1e-8, max_iterations=500),
+                                    jc.contact.StaggeredProjections(), jc.contact.Raisim()],
+                         ids=["pgs", "staggered", "raisim"])
+def test_any_solver_can_be_selected_in_the_options(solver):
+    model = jc.scenes.load("tower", count=2, gap=0.0).replace_options(solver=solver)
+    final, traj = rollout(model, jc.init(model), jnp.zeros((100, 0)))
+    assert int(final.error) & int(ErrorFlag.NON_FINITE_STATE) == 0
+    z = np.asarray(final.q).reshape(2, 7)[:, 2]
+    np.testing.assert_allclose(z, [0.05, 0.15], atol=1e-4)
+    assert float(jnp.max(jnp.abs(final.v))) < 1e-3
+
+
+def test_options_are_validated_when_built():
+    model = jc.scenes.load("tower", count=1)
+    with pytest.raises(ValueError, match="baumgarte"):
+        model.replace_options(baumgarte=1.5)
+    with pytest.raises(ValueError, match="contact_margin"):
+        model.replace_options(contact_margin=-1e-3)
+    with pytest.raises(ValueError, match="restitution"):
+        model.replace_options(restitution=float("nan"))
+    with pytest.raises(TypeError, match="solver"):
+        model.replace_options(solver="admm")
+    with pytest.raises(ValueError, match="contact_budget"):
+        model.replace_options(contact_budget=0)
+
+
+def test_restitution_bounces_a_ball_to_e_squared_height(tmp_path):
+    model = two_spheres_xml(tmp_path).replace_options(restitution=0.5, dt=5e-4)
+    h0 = 0.3
+    q = model.qpos0.at[2].set(0.1 + h0).at[9].set(0.1)
+    final, traj = rollout(model, jc.init(model, q=q), jnp.zeros((1200, 0)))
+    z = np.asarray(traj.q[:, 2]) - 0.1
+    bounce = np.argmax(np.asarray(traj.v[:, 2]) > 0)
+    apex = z[bounce:].max()
+    assert apex == pytest.approx(0.25 * h0, rel=0.05)
