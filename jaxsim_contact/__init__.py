@@ -4,7 +4,7 @@ Public names follow the contract in DESIGN §5. Importing the package never chan
 configuration (enable float64 yourself with ``jax.config.update("jax_enable_x64", True)``).
 """
 
-from . import collision, contact, dynamics, geometry, io, pipeline, scenes
+from . import collision, contact, dynamics, geometry, io, pipeline, scenes, viz
 from .dynamics import bias_forces, body_poses, init, mass_matrix, rollout, step
 from .geometry import (
     Box,
@@ -34,6 +34,7 @@ __all__ = [
     "io",
     "pipeline",
     "scenes",
+    "viz",
     "ContactData",
     "ErrorFlag",
     "GeomType",

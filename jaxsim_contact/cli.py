@@ -2,9 +2,12 @@
 
 Subcommands:
 
-* ``demo`` — batched collision queries between the built-in shapes (jit + vmap), one table row per
-  shape pair and separation: signed distance, GJK iterations per variant, µs/query. (Later issues
-  replace it with a simulation.)
+* ``demo`` — simulates the embedded default scene (boxes, spheres, a capsule and a convex mesh
+  dropped on a plane), prints a summary (steps/s, max penetration, energy, solver residual) and
+  writes a self-contained HTML replay;
+* ``simulate FILE`` — the same for an MJCF/URDF file (``--steps``, ``--batch``, ``--out``);
+* ``collide`` — batched collision queries between the built-in shapes (jit + vmap), one table row
+  per shape pair and separation: signed distance, GJK iterations per variant, µs/query.
 * ``bench`` — runs ``benchmarks/gjk.py --quick`` from a source checkout, or says where the
   benchmarks live.
 
@@ -24,7 +27,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-__all__ = ["main", "demo", "DEMO_SHAPES", "DEFAULT_PAIRS", "build_parser"]
+__all__ = ["main", "demo", "collide", "simulate", "DEMO_SHAPES", "DEFAULT_PAIRS", "build_parser"]
 
 #: built-in shape names used by ``demo``
 DEMO_SHAPES = ("sphere", "box", "capsule", "cylinder", "cone", "ellipsoid", "mesh")
@@ -71,7 +74,80 @@ def _parse_pair(text: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
-def demo(
+def simulate(model, steps: int = 1000, batch: int = 1, out_html=None, out=None) -> dict:
+    """Roll ``model`` out for ``steps`` steps (``batch`` copies, vmapped) and print a summary.
+
+    The copies start from ``qpos0`` with the free bodies' heights jittered by up to 1 cm (so the
+    batch is not degenerate). Prints compile time, env-steps/s, max penetration, energy at the
+    start and the end, mean solver iterations and the worst solver residual, error bits; writes the
+    HTML replay of copy 0 to ``out_html`` when given. Returns the summary as a dict.
+    """
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import jaxsim_contact as jc
+    from jaxsim_contact.dynamics import kinetic_energy, potential_energy
+
+    out = sys.stdout if out is None else out
+    dtype = model.dtype
+    rng = np.random.default_rng(0)
+    q0 = np.tile(np.asarray(model.qpos0), (batch, 1))
+    for j, jtype in enumerate(model.tree.joint_type):
+        if jtype == jc.JointType.FREE and batch > 1:
+            q0[1:, model.tree.joint_qpos_adr[j] + 2] += rng.uniform(0, 0.01, batch - 1)
+    states = jax.vmap(lambda q: jc.init(model, q=q))(jnp.asarray(q0, dtype))
+    ctrls = jnp.zeros((batch, steps, model.nu), dtype)
+    run = jax.jit(jax.vmap(jc.rollout, in_axes=(None, 0, 0)))
+    t0 = time.perf_counter()
+    compiled = run.lower(model, states, ctrls).compile()
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    final, traj = compiled(model, states, ctrls)
+    jax.block_until_ready(final)
+    run_s = time.perf_counter() - t0
+    energy = jax.jit(jax.vmap(lambda q, v: kinetic_energy(model, q, v) + potential_energy(model, q)))
+    e = np.asarray(energy(traj.q[0], traj.v[0]))
+    summary = dict(
+        steps=steps, batch=batch, compile_s=compile_s, run_s=run_s,
+        env_steps_per_s=steps * batch / run_s,
+        max_penetration=float(jnp.max(traj.contact.penetration)),
+        energy_start=float(e[0]), energy_end=float(e[-1]),
+        mean_iterations=float(jnp.mean(traj.contact.iterations)),
+        max_residual=float(jnp.max(traj.contact.residual)),
+        errors=[int(x) for x in np.asarray(final.error)],
+        finite=bool(jnp.all(jnp.isfinite(final.q))),
+    )
+    print(f"scene       {Path(model.source).name or 'embedded'}: {model.nbody - 1} bodies, nv={model.nv}, "
+          f"{sum(g.num_pairs for g in jc.pipeline.collision_structure(model).groups)} candidate pairs, "
+          f"{jc.pipeline.num_constraint_slots(model)} constraint slots", file=out)
+    print(f"run         {steps} steps x {batch} envs, dt={float(model.options.dt):g} s, "
+          f"dtype {jnp.dtype(dtype).name}, backend {jax.default_backend()}", file=out)
+    print(f"compile     {compile_s:.1f} s", file=out)
+    print(f"speed       {summary['env_steps_per_s']:.0f} env-steps/s ({run_s:.2f} s)", file=out)
+    print(f"penetration max {summary['max_penetration']:.3e} m", file=out)
+    print(f"energy      {summary['energy_start']:.6f} J -> {summary['energy_end']:.6f} J (env 0)", file=out)
+    print(f"solver      {summary['mean_iterations']:.1f} iterations/step (mean), worst residual "
+          f"{summary['max_residual']:.2e}", file=out)
+    print(f"errors      {summary['errors'][:8]}{' ...' if batch > 8 else ''} (bits: 1 non-finite, "
+          "2 solver not converged, 4 contact budget overflow)", file=out)
+    if out_html:
+        env0 = jax.tree_util.tree_map(lambda x: x[0], traj)
+        jc.viz.to_html(model, env0, out_html)
+        print(f"replay      {out_html}", file=out)
+        summary["html"] = str(out_html)
+    return summary
+
+
+def demo(steps: int = 1000, batch: int = 1, out_html="jaxsim_contact_demo.html", out=None) -> dict:
+    """Simulate the embedded default scene (:func:`jaxsim_contact.scenes.demo_scene`): boxes,
+    spheres, a capsule and a convex mesh dropped on a plane; see :func:`simulate`."""
+    import jaxsim_contact as jc
+
+    return simulate(jc.scenes.load("demo"), steps, batch, out_html, out)
+
+
+def collide(
     pairs=None,
     distances=DEFAULT_DISTANCES,
     variants=VARIANTS,
@@ -216,7 +292,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jaxsim-contact", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("demo", help="batched collision queries on the built-in shapes")
+    d = sub.add_parser("demo", help="simulate the embedded default scene and write an HTML replay")
+    d.add_argument("--steps", type=int, default=1000, help="time steps")
+    d.add_argument("--batch", type=int, default=1, help="environments (vmapped)")
+    d.add_argument("--out", default="jaxsim_contact_demo.html", help="HTML replay file ('' for none)")
+    d.add_argument("--float32", action="store_true", help="run in float32 (default float64)")
+    d.add_argument("--no-cache", action="store_true", help="do not use JAX's persistent compilation cache")
+
+    f = sub.add_parser("simulate", help="simulate an MJCF/URDF file and write an HTML replay")
+    f.add_argument("file", help="MJCF (.xml) or URDF (.urdf) file")
+    f.add_argument("--steps", type=int, default=1000, help="time steps")
+    f.add_argument("--batch", type=int, default=1, help="environments (vmapped)")
+    f.add_argument("--out", default="replay.html", help="HTML replay file ('' for none)")
+    f.add_argument("--floor", action="store_true", help="add a floor plane at z = 0 (URDF robots)")
+    f.add_argument("--floating-base", action="store_true", help="free joint on root bodies (URDF)")
+    f.add_argument("--float32", action="store_true", help="run in float32 (default float64)")
+    f.add_argument("--no-cache", action="store_true", help="do not use JAX's persistent compilation cache")
+
+    p = sub.add_parser("collide", help="batched collision queries on the built-in shapes")
     p.add_argument(
         "--pairs", nargs="+", type=_parse_pair, default=None,
         help=f"shape pairs A-B (default: {' '.join(DEFAULT_PAIRS)}); shapes: {', '.join(DEMO_SHAPES)}",
@@ -247,10 +340,21 @@ def main(argv=None) -> int:
         cache = os.environ.get("JAXSIM_CONTACT_CACHE", str(Path.home() / ".cache" / "jaxsim_contact" / "jax"))
         jax.config.update("jax_compilation_cache_dir", cache)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+    if args.command == "demo":
+        demo(args.steps, args.batch, args.out or None)
+        return 0
+    if args.command == "simulate":
+        import jaxsim_contact as jc
+
+        model = jc.load(args.file, floating_base=args.floating_base)
+        if args.floor:
+            model = jc.pipeline.add_floor(model)
+        simulate(model, args.steps, args.batch, args.out or None)
+        return 0
     pairs = args.pairs
     if args.all_pairs:
         pairs = list(itertools.combinations_with_replacement(DEMO_SHAPES, 2))
-    demo(pairs, args.distances, tuple(args.variants), args.batch, args.repeats)
+    collide(pairs, args.distances, tuple(args.variants), args.batch, args.repeats)
     return 0
 
 

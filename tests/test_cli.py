@@ -1,4 +1,5 @@
-"""The ``jaxsim-contact`` command line: ``demo`` runs in-process and prints a well-formed table."""
+"""The ``jaxsim-contact`` command line: ``collide`` prints a well-formed table, ``demo`` and
+``simulate`` run the contact pipeline and write an HTML replay."""
 
 import io
 import math
@@ -13,7 +14,7 @@ def test_demo_table_rows_and_finite_numbers():
     buf = io.StringIO()
     with redirect_stdout(buf):
         code = cli.main(
-            ["demo", "--pairs", "sphere-box", "--distances", "-0.05", "0.1",
+            ["collide", "--pairs", "sphere-box", "--distances", "-0.05", "0.1",
              "--variants", "vanilla", "--batch", "4", "--repeats", "1", "--no-cache"]
         )
     assert code == 0
@@ -34,7 +35,7 @@ def test_demo_table_rows_and_finite_numbers():
 
 def test_demo_rejects_unknown_shape():
     with pytest.raises(SystemExit):
-        cli.main(["demo", "--pairs", "sphere-teapot"])
+        cli.main(["collide", "--pairs", "sphere-teapot"])
 
 
 def test_bench_without_running_prints_location(monkeypatch, capsys):
@@ -42,3 +43,32 @@ def test_bench_without_running_prints_location(monkeypatch, capsys):
     monkeypatch.setattr(cli.subprocess, "call", lambda cmd: calls.append(cmd) or 0)
     assert cli.main(["bench"]) == 0
     assert calls and calls[0][-1] == "--quick" and calls[0][-2].endswith("gjk.py")
+
+
+def test_demo_simulates_the_embedded_scene_and_writes_a_replay(tmp_path):
+    out = tmp_path / "demo.html"
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        code = cli.main(["demo", "--steps", "150", "--out", str(out), "--no-cache"])
+    assert code == 0
+    text = buf.getvalue()
+    for key in ("speed", "penetration", "energy", "solver", "errors"):
+        assert key in text
+    speed = float(text.split("speed")[1].split()[0])
+    assert math.isfinite(speed) and speed > 0
+    html = out.read_text()
+    assert html.startswith("<!doctype html>") and "three" in html and '"geoms"' in html
+
+
+def test_simulate_file(tmp_path):
+    xml = tmp_path / "ball.xml"
+    xml.write_text('<mujoco><worldbody><geom type="plane" size="1 1 0.1"/>'
+                   '<body pos="0 0 0.3"><freejoint/><geom type="sphere" size="0.1"/></body>'
+                   '</worldbody></mujoco>')
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        code = cli.main(["simulate", str(xml), "--steps", "300", "--batch", "2",
+                         "--out", str(tmp_path / "r.html"), "--no-cache"])
+    assert code == 0
+    assert "errors      [0, 0]" in buf.getvalue()
+    assert (tmp_path / "r.html").exists()
