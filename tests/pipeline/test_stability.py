@@ -37,7 +37,8 @@ def settled(name: str, dtype_name: str):
         model = model.replace_options(contact_budget=4 * 27)
     # float32 forces are only accurate to ~1e-7 of the weight: a float32-reachable tolerance
     tol = 1e-6 if dtype == jnp.float64 else 1e-4
-    model = model.replace_options(solver=jc.contact.ADMM("ncp", max_iterations=100, tolerance=tol))
+    model = model.replace_options(solver=jc.contact.ADMM("ncp", max_iterations=100, tolerance=tol,
+                                                             factorization="cholesky"))
     state = jc.init(model)
     steps = int(round(HORIZON / float(model.options.dt)))
     final, traj = rollout(model, state, jnp.zeros((steps, 0), dtype))
