@@ -272,4 +272,4 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
             exclude_body_pairs=exclude_pairs,
             mesh_vertices=tuple(np.asarray(v) for v in meshes),
         ),
-    )
+    ).astype(dtype)  # default option objects (solver tolerances, ...) follow the model dtype
