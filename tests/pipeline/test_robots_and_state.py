@@ -21,6 +21,9 @@ from dynamics_reference import SCENES, scene_path
 # robot -> initial base height (floating bases) ; self-collision is off (see the report: hard
 # contacts between links that interpenetrate in the reference pose make the NCP infeasible)
 ROBOTS = {"panda": None, "go2": 0.45, "allegro": None}
+# the Allegro palm is welded at the origin, fingers around it: its floor is 30 cm below (a floor
+# through the welded palm is an infeasible hard-contact problem, see the report)
+FLOOR_HEIGHT = {"allegro": -0.3}
 
 
 @functools.cache
@@ -28,7 +31,8 @@ def robot(name: str):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*ignoring equality constraint")
         model = jc.load(scene_path(name), **SCENES[name][1])
-    model = jc.pipeline.set_collision(jc.pipeline.add_floor(model), self_collision=False)
+    model = jc.pipeline.add_floor(model, height=FLOOR_HEIGHT.get(name, 0.0))
+    model = jc.pipeline.set_collision(model, self_collision=False)
     q0 = np.asarray(model.qpos0).copy()
     if ROBOTS[name] is not None:
         q0[2] = ROBOTS[name]
