@@ -16,3 +16,19 @@ def _no_persistent_compilation_cache():
     yield
     jax.config.update("jax_compilation_cache_dir", None)
     jax.config.update("jax_enable_x64", True)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_executables():
+    """Free every compiled executable after each test module.
+
+    XLA:CPU keeps ~800 memory mappings per compiled GJK/EPA query (measured: 72 compilations of
+    ``jc.collision.distance`` → 57k mappings). The kernel's default limit is 65,530
+    (``vm.max_map_count``); the whole suite in one process exceeded it and XLA segfaulted while
+    compiling. ``jax.clear_caches()`` plus a collection returns the mappings.
+    """
+    yield
+    import gc
+
+    jax.clear_caches()
+    gc.collect()
