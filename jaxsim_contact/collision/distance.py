@@ -17,7 +17,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from ..geometry.shapes import Ellipsoid, Plane, Shape, Sphere
+from ..geometry.shapes import Plane, Shape
 from ..math import Transform, safe_norm, safe_normalize
 from .epa import run_epa
 from .gjk import GJK_METHODS, run_gjk
@@ -103,6 +103,12 @@ def _pair_scale_and_start(shape_a, pose_a, shape_b, pose_b, warm_start, dtype):
     return length, center_a - center_b
 
 
+def _normalize_nesterov(shape_a: Shape, shape_b: Shape) -> bool:
+    """Alg. 7's normalisation is for non-strictly convex D; a swept sphere is strictly convex
+    exactly when its core is, so one rule serves the core and the full-shape queries."""
+    return not (shape_a.strictly_convex_core and shape_b.strictly_convex_core)
+
+
 def _separation_normal(gjk, length, dtype):
     """Unit normal from a towards b for separated shapes.
 
@@ -179,7 +185,7 @@ def distance(
     gjk_kwargs = dict(
         method=method, max_iterations=max_iterations, tolerance=tolerance,
         stall_tolerance=epa_tolerance,
-        normalize=not (shape_a.strictly_convex_core and shape_b.strictly_convex_core),
+        normalize=_normalize_nesterov(shape_a, shape_b),
     )
     gjk = run_gjk(core_support, x0, length, **gjk_kwargs)
 
@@ -266,7 +272,7 @@ def intersection_query(
     gjk = run_gjk(
         support, x0, length, method=method, max_iterations=max_iterations,
         tolerance=tolerance, boolean=True,
-        normalize=not (isinstance(shape_a, (Sphere, Ellipsoid)) and isinstance(shape_b, (Sphere, Ellipsoid))),
+        normalize=_normalize_nesterov(shape_a, shape_b),
     )
     # No separating plane found: the origin was enclosed, or GJK converged to a distance within
     # tolerance of zero (touching counts as intersecting).
