@@ -1,10 +1,12 @@
 """Collision detection: GJK (vanilla / Polyak / Nesterov), EPA, Boolean queries.
 
-Seed 000 "GJK++". Public: ``distance``, ``intersects``, ``CollisionResult``.
+Seed 000 "GJK++". Public: ``distance``, ``intersects``, ``CollisionResult``, and ``Smoothing``
+(derivative estimators of ``distance``: seed 000 "Differentiable Collision Detection").
 """
 
 from .distance import CollisionResult, default_tolerance, distance, intersection_query, intersects
 from .gjk import GJK_METHODS
+from .smoothing import Smoothing
 
 __all__ = [
     "CollisionResult",
@@ -13,4 +15,5 @@ __all__ = [
     "intersection_query",
     "default_tolerance",
     "GJK_METHODS",
+    "Smoothing",
 ]

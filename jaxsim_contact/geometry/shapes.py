@@ -36,6 +36,7 @@ __all__ = [
     "Cone",
     "Plane",
     "support",
+    "support_hessian",
 ]
 
 
@@ -102,6 +103,55 @@ class Shape(eqx.Module):
         if not self.has_inflation:
             return self.support_core(direction)
         return self.support_core(direction) + self.inflation * safe_normalize(direction)
+
+    def support_core_hessian(self, direction: jax.Array) -> jax.Array:
+        """Hessian ``(3, 3)`` of the core's support function at ``direction`` (m / |direction|).
+
+        Default: zero — the (degenerate) subgradient Hessian of a polytope-like core, exact almost
+        everywhere for flat or polyhedral pieces and *uninformative* (seed 000 "Differentiable
+        Collision Detection" eq. 25). Smooth shapes override it.
+        """
+        return jnp.zeros(direction.shape[:-1] + (3, 3), direction.dtype)
+
+    def support_hessian(self, direction: jax.Array) -> jax.Array:
+        """Hessian ``∂²σ/∂d²`` ``(3, 3)`` of the support function ``σ(d) = max_p <d, p>`` (local
+        frame), i.e. the Jacobian of ``support`` w.r.t. the direction (seed 000 "Differentiable
+        Collision Detection" eq. 19). Symmetric PSD, homogeneous of degree −1 in ``direction``,
+        annihilates ``direction``; units m per unit of |direction|. Zero at a zero direction
+        (never NaN). Polytopes (boxes, meshes) return the degenerate Hessian 0.
+        """
+        hess = self.support_core_hessian(direction)
+        if not self.has_inflation:
+            return hess
+        return hess + self.inflation * _sphere_hessian(direction)
+
+
+def _sphere_hessian(direction: jax.Array) -> jax.Array:
+    """Hessian of ``|d|`` (the unit ball's support function): ``(I - û ûᵀ) / |d|``; 0 at d = 0."""
+    norm = safe_norm(direction, keepdims=True)
+    unit = safe_normalize(direction)
+    inv = jnp.where(norm > 0, 1.0 / jnp.where(norm > 0, norm, 1.0), 0.0)[..., None]
+    eye = jnp.eye(3, dtype=direction.dtype)
+    proj = eye - unit[..., :, None] * unit[..., None, :]
+    return jnp.where(norm[..., None] > 0, proj * inv, 0.0)
+
+
+def _disk_hessian(direction: jax.Array, radius: jax.Array) -> jax.Array:
+    """Hessian of ``radius·|P_xy d|`` (support of a disk in the xy plane); 0 on the z axis."""
+    radial = direction * jnp.array([1.0, 1.0, 0.0], direction.dtype)
+    flat = jnp.array([1.0, 1.0, 0.0], direction.dtype)
+    return radius * flat[:, None] * _sphere_hessian(radial) * flat[None, :]
+
+
+def support_hessian(shape: Shape, direction: jax.Array) -> jax.Array:
+    """Hessian ``(3, 3)`` of ``shape``'s support function at ``direction`` (local frame, m).
+
+    Analytic for spheres, ellipsoids and the round parts of capsules, cylinders and cones; the
+    degenerate (zero) subgradient Hessian on flat and polyhedral parts — finite but uninformative
+    there; use ``jc.collision.Smoothing`` for curvature-aware estimates (seed 000 "Differentiable
+    Collision Detection" eqs. 19, 25–28).
+    """
+    return shape.support_hessian(direction)
 
 
 def support(shape: Shape, direction: jax.Array) -> jax.Array:
@@ -181,6 +231,12 @@ class Ellipsoid(Shape):
         # argmax_{|A^-1 p| ≤ 1} <d, p> = A² d / |A d| with A = diag(radii).
         return self.radii * safe_normalize(self.radii * direction)
 
+    def support_core_hessian(self, direction):
+        # σ(d) = |A d|: ∇²σ = A (I - ŵŵᵀ) A / |A d| with w = A d.
+        scaled = self.radii * direction
+        hess = _sphere_hessian(scaled)
+        return self.radii[..., :, None] * hess * self.radii[..., None, :]
+
     def bounding_radius(self):
         return jnp.max(self.radii, axis=-1)
 
@@ -221,6 +277,10 @@ class Cylinder(Shape):
         z = self.half_length * jnp.sign(direction[..., 2])
         return rim + jnp.stack([jnp.zeros_like(z), jnp.zeros_like(z), z], axis=-1)
 
+    def support_core_hessian(self, direction):
+        # The rim circle is curved; the caps and the axial direction are flat (zero).
+        return _disk_hessian(direction, self.radius)
+
     def bounding_radius(self):
         return jnp.sqrt(self.radius**2 + self.half_length**2)
 
@@ -247,6 +307,13 @@ class Cone(Shape):
         apex = jnp.array([0.0, 0.0, 1.0], direction.dtype) * self.half_length
         apex_wins = jnp.dot(apex, direction) >= jnp.dot(rim, direction)
         return jnp.where(apex_wins, apex, rim)
+
+    def support_core_hessian(self, direction):
+        rim = self.radius * safe_normalize(direction * jnp.array([1.0, 1.0, 0.0], direction.dtype))
+        rim = rim - jnp.array([0.0, 0.0, 1.0], direction.dtype) * self.half_length
+        apex = jnp.array([0.0, 0.0, 1.0], direction.dtype) * self.half_length
+        apex_wins = jnp.dot(apex, direction) >= jnp.dot(rim, direction)
+        return jnp.where(apex_wins, 0.0, _disk_hessian(direction, self.radius))
 
     def bounding_radius(self):
         return jnp.sqrt(self.radius**2 + self.half_length**2)
