@@ -3,10 +3,15 @@
 ``ContactProblem(delassus, free_velocity, friction, compliance=None, active=None)`` with per-contact
 frames ``(t1, t2, n)`` (normal last); ``solve(problem, solver, warm_start)``; solvers ``PGS``,
 ``ADMM``, ``StaggeredProjections``, ``Raisim``, ``PrimalNewton``; criteria ``residuals``.
+``solve`` is differentiable w.r.t. ``G, g, μ, R`` (``gradient="implicit"``: mode-aware implicit
+rule of :mod:`.implicit`, seed 004 §III-B; or ``"unrolled"``); ``contact_modes`` exposes the
+breaking / sticking / sliding classification the implicit rule uses.
 """
 
 from . import builders
+from . import implicit
 from .admm import ADMM
+from .implicit import BREAKING, GRADIENTS, SLIDING, STICKING, contact_modes, implicit_force
 from .newton import PrimalNewton
 from .pgs import PGS
 from .problem import (
@@ -28,6 +33,13 @@ from .staggered import StaggeredProjections
 
 __all__ = [
     "builders",
+    "implicit",
+    "GRADIENTS",
+    "BREAKING",
+    "STICKING",
+    "SLIDING",
+    "contact_modes",
+    "implicit_force",
     "ContactProblem",
     "ContactSolution",
     "ContactSolver",

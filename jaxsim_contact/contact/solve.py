@@ -21,9 +21,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .implicit import GRADIENTS, implicit_force
 from .problem import ContactProblem, Residuals, contact_residuals
 
-__all__ = ["ContactSolver", "ContactSolution", "solve", "sanitize_problem"]
+__all__ = ["ContactSolver", "ContactSolution", "solve", "sanitize_problem", "GRADIENTS"]
 
 
 class ContactSolver(eqx.Module):
@@ -125,33 +126,32 @@ def _warm(problem: ContactProblem, warm_start):
     return force, rho
 
 
-def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_start=None) -> ContactSolution:
-    """Solve a frictional contact problem (seed 001 §III).
+def _unrolled_solver(solver: ContactSolver) -> ContactSolver:
+    """The solver used for unrolled gradients: ADMM with ``factorization="eigh"`` becomes the
+    Cholesky variant (same ρ schedule, same iterates — see :class:`ADMM`), because the derivative
+    of an eigendecomposition is NaN at repeated eigenvalues (symmetric contact layouts, identity
+    blocks of inactive contacts) while the Cholesky factor's is not."""
+    from .admm import ADMM
 
-    Args:
-      problem: :class:`ContactProblem` with ``n`` contacts.
-      solver: a solver module (default ``ADMM(formulation="ncp")``).
-      warm_start: ``None``, an ``(n, 3)`` force array, or a previous :class:`ContactSolution`
-        (ADMM additionally reuses its ``rho``; seed 001 §III-E "warm-starting").
-    Returns:
-      :class:`ContactSolution`. jit- and vmap-compatible; never NaN: non-finite problems give
-      zero force and ``converged=False``.
+    if isinstance(solver, ADMM) and solver.factorization == "eigh":
+        return ADMM(formulation=solver.formulation, max_iterations=solver.max_iterations,
+                    tolerance=solver.tolerance, rho=solver.rho_init,
+                    over_relaxation=solver.over_relaxation,
+                    rho_update_ratio=solver.rho_update_ratio, rho_power=solver.rho_power,
+                    power_iterations=solver.power_iterations, factorization="cholesky")
+    return solver
+
+
+def _iterate(solver, safe, state0, crit0, unrolled: bool):
+    """Run ``solver.step`` until the criterion is ``≤ tolerance`` or ``max_iterations``.
+
+    ``unrolled=False``: ``lax.while_loop`` (not differentiable in reverse mode; the implicit rule
+    provides derivatives). ``unrolled=True``: ``lax.scan`` over exactly ``max_iterations`` steps,
+    converged iterates frozen by the ``done`` mask, so autodiff goes through every step taken.
+    Returns ``(state, iterations, done, criterion)``.
     """
-    if solver is None:
-        from .admm import ADMM
-
-        solver = ADMM(formulation="ncp")
-    safe, finite = sanitize_problem(problem)
-    warm_force, warm_rho = _warm(problem, warm_start)
-    warm_force = jnp.where(jnp.repeat(problem.active, 3).reshape(-1, 3), warm_force, 0.0)
-    state0 = solver.init(safe, warm_force, warm_rho)
-    crit0 = solver.criterion(safe, state0)
     tol = jnp.asarray(solver.tolerance, crit0.dtype)
     max_it = solver.max_iterations
-
-    def cond(carry):
-        _, it, done, _ = carry
-        return (~done) & (it < max_it)
 
     def body(carry):
         state, it, done, crit = carry
@@ -167,12 +167,81 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
 
     crit0 = jnp.where(jnp.isfinite(crit0), crit0, jnp.inf)
     carry = (state0, jnp.zeros((), jnp.int32), crit0 <= tol, crit0)
-    state, iters, done, crit = jax.lax.while_loop(cond, body, carry)
+    if unrolled:
+        carry, _ = jax.lax.scan(lambda c, _: (body(c), None), carry, None, length=max_it)
+        return carry
 
-    force = solver.force(safe, state)
+    def cond(carry):
+        _, it, done, _ = carry
+        return (~done) & (it < max_it)
+
+    return jax.lax.while_loop(cond, body, carry)
+
+
+def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_start=None,
+          gradient: str = "implicit") -> ContactSolution:
+    """Solve a frictional contact problem (seed 001 §III); differentiable (seed 004 §III-B).
+
+    Args:
+      problem: :class:`ContactProblem` with ``n`` contacts.
+      solver: a solver module (default ``ADMM(formulation="ncp")``).
+      warm_start: ``None``, an ``(n, 3)`` force array, or a previous :class:`ContactSolution`
+        (ADMM additionally reuses its ``rho``; seed 001 §III-E "warm-starting").
+      gradient: how derivatives of the returned force (and velocity) w.r.t. the problem's
+        dynamic fields ``G, g, μ, R`` are computed (static; anything else raises ``ValueError``):
+
+        * ``"implicit"`` (default): the solver runs in ``lax.while_loop`` on ``stop_gradient``
+          inputs and the force carries the mode-aware implicit rule of
+          :mod:`jaxsim_contact.contact.implicit` (NCP: breaking / sticking / sliding, seed 004
+          eqs. 8–11; KKT counterparts for CCP and LCP), a ``custom_jvp`` whose tangent is a
+          linear solve — forward and reverse mode. Derivatives w.r.t. ``warm_start`` are zero.
+          Not available for ``Raisim`` (its model is not an NCP/CCP/LCP): differentiating raises
+          ``NotImplementedError``.
+        * ``"unrolled"``: autodiff through the solver's iterations — ``lax.scan`` over exactly
+          ``max_iterations`` steps of ``solver.step`` (converged iterates frozen), so the primal
+          costs ``max_iterations`` steps and reverse mode stores every one of them. ADMM with
+          ``factorization="eigh"`` runs as its Cholesky variant (identical iterates; the
+          eigendecomposition's derivative is NaN at repeated eigenvalues). Solvers that use an
+          eigendecomposition internally (``StaggeredProjections``, ``PrimalNewton``) can give NaN
+          unrolled derivatives on problems with repeated eigenvalues; use ``"implicit"`` there.
+    Returns:
+      :class:`ContactSolution`. jit- and vmap-compatible; never NaN: non-finite problems give
+      zero force, zero derivatives and ``converged=False``.
+    """
+    if gradient not in GRADIENTS:
+        raise ValueError(f"gradient must be one of {GRADIENTS}, got {gradient!r}")
+    if solver is None:
+        from .admm import ADMM
+
+        solver = ADMM(formulation="ncp")
+    unrolled = gradient == "unrolled"
+    if unrolled:
+        solver = _unrolled_solver(solver)
+        loop_problem, loop_solver, loop_warm = problem, solver, warm_start
+    else:
+        # The loop is never differentiated: derivatives come from the implicit rule below.
+        loop_problem, loop_solver, loop_warm = jax.lax.stop_gradient(
+            (problem, solver, warm_start))
+    safe, finite = sanitize_problem(loop_problem)
+    warm_force, warm_rho = _warm(loop_problem, loop_warm)
+    warm_force = jnp.where(jnp.repeat(problem.active, 3).reshape(-1, 3), warm_force, 0.0)
+    state0 = loop_solver.init(safe, warm_force, warm_rho)
+    crit0 = loop_solver.criterion(safe, state0)
+    state, iters, done, crit = _iterate(loop_solver, safe, state0, crit0, unrolled)
+
+    force = loop_solver.force(safe, state)
     ok = finite & jnp.all(jnp.isfinite(force))
     mask = jnp.repeat(problem.active, 3).reshape(-1, 3) & ok
     force = jnp.where(mask, force, 0.0)
+    if not unrolled:
+        # Attach the implicit derivative; sanitising outside the rule masks the tangents of
+        # inactive contacts and of non-finite problems by `where` (no NaN can leak).
+        safe, _ = sanitize_problem(problem)
+        force = implicit_force(
+            solver.formulation, safe.delassus, safe.free_velocity, safe.friction,
+            safe.compliance, safe.active, force,
+            jax.lax.stop_gradient(jnp.asarray(solver.tolerance, force.dtype)))
+        force = jnp.where(mask, force, 0.0)
     res = contact_residuals(safe, force, solver.residual_formulation)
     res = Residuals(*(jnp.max(x, initial=0.0) for x in res))
     n = problem.num_contacts
@@ -188,5 +257,5 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
         primal=res.primal,
         dual=res.dual,
         complementarity=res.complementarity,
-        rho=jnp.where(ok, solver.rho(state), 0.0),
+        rho=jnp.where(ok, loop_solver.rho(state), 0.0),
     )

@@ -1,0 +1,318 @@
+"""Implicit derivatives of the contact solve, by contact mode (seed 004 §III-B/C, appendices A–B).
+
+The primal solve is the solver's ``lax.while_loop`` (:func:`jaxsim_contact.contact.solve`); it is
+never differentiated. Instead :func:`implicit_force` is a ``jax.custom_jvp`` identity on the
+converged force ``λ*`` whose tangent is the solution of one linear system built from the contact
+modes at ``λ*``. The tangent is computed with ``lax.custom_linear_solve``, so JAX transposes it
+for reverse mode: ``jax.jvp``, ``jax.jacfwd``, ``jax.grad``, ``jax.vjp`` all work, under ``jit``
+and ``vmap``.
+
+Notation (per contact ``i``, frame ``(t1, t2, n)``, normal last):
+
+* ``A = G + diag(R)`` the compliant Delassus matrix ``(3n, 3n)``, ``σ = A λ + g`` ``(n, 3)``;
+* ``σ̄ = σ + Γ(σ)`` with the De Saxcé term ``Γ(σ) = (0, 0, μ‖σ_T‖)`` for the NCP, ``σ̄ = σ`` for
+  the CCP (seed 001 eqs. 14–16);
+* ``a_i = tr(A_ii) / 3`` (m/s per N in force units) converts forces into velocities, so every
+  equation row below is in velocity units and rows of different contacts are commensurate.
+
+Mode classification (the active set of the NCP, seed 004 §III-B). With the natural map
+``y_i = λ_i − σ̄_i / a_i`` (the point whose projection onto ``K_μ`` is ``λ_i`` at a solution):
+
+* **breaking** when the contact is inactive, ``y_i`` lies in the polar cone (``μ‖y_T‖ + y_N ≤ 0``,
+  i.e. ``P_K(y) = 0``), or ``λ_N ≤ δ_f`` (the normal force is at the solver's noise level, which
+  includes exact touching ``λ_N = 0, σ = 0``);
+* **sticking** when ``y_i`` is in the interior of ``K_μ`` (``‖y_T‖ < μ y_N``);
+* **sliding** otherwise (``λ_i`` on the cone boundary, ``σ_T`` along ``u = −y_T/‖y_T‖``).
+
+Noise levels, relative to the solver tolerance ``τ`` and to the scale of the problem (documented
+thresholds): ``δ_f = κ τ + √ε F`` for forces, where ``F = max_i max(‖λ_i‖, ‖g_i‖ / a_i)`` over
+active contacts, ``κ = NOISE_FACTOR = 10`` and ``ε`` the dtype's machine epsilon; velocities use
+``δ_v,i = κ τ + √ε a_i F``. The solver's own criterion (seed 001 eq. 15) compares forces and
+velocities with the same ``τ``, hence the same convention here.
+
+Linearised mode equations, one ``3 × 3`` block per contact: ``C_λ dλ_i + C_σ dσ_i + c_μ dμ_i = 0``
+with ``dσ = A dλ + (dA λ + dg)``. Assembled for all contacts (seed 004 eq. 11 / appendix B, in full
+coordinates rather than the reduced ``(3 n_stk + 2 n_sld)`` unknowns: shapes stay static under
+``jit``/``vmap``, and breaking contacts get the rows ``a_i dλ_i = 0`` instead of being removed)::
+
+    (C_λ + C_σ A) dλ = −C_σ (dA λ + dg) − c_μ dμ            (3n × 3n)
+
+* breaking (eq. 8): ``a dλ = 0``;
+* sticking (eq. 9): ``dσ = 0``, i.e. the rows of ``A dλ = −(dA λ + dg)``;
+* sliding (eq. 10 / appendix A eqs. 16–22), NCP: with ``λ_T = −μ λ_N u``, ``u = σ_T/‖σ_T‖``,
+  ``u⊥ = e_z × u`` and ``s = ‖σ_T‖``:
+
+  - the cone surface (the constraint the seed's basis ``R`` of the tangent plane enforces):
+    ``uᵀ dλ_T + μ dλ_N + λ_N dμ = 0`` (scaled by ``a / √(1 + μ²)``);
+  - the ``u⊥`` row of eq. 19a, ``u⊥ᵀ dλ_T + (μλ_N / s) u⊥ᵀ dσ_T = 0`` — the ``H/α`` term of
+    ``P`` — scaled by ``a s / (s + a μ λ_N)`` so that both coefficients stay bounded as
+    ``s → 0`` (the stick/slip transition, where the seed's ``1/α`` blows up) and ``μλ_N → 0``;
+  - the normal row of eq. 19b: ``dσ_N = 0``.
+
+  Projected on the tangent plane basis ``R = (λ/‖λ‖, e_z × u)`` these are exactly the seed's
+  ``G̃ dλ̃ = −Rᵀ P (dG λ + dg)`` with ``G̃ = Rᵀ P G R + Q``; the full-coordinate form adds the
+  ``dμ`` term (the friction coefficient is a differentiable parameter here, the cone moves).
+* sliding, CCP (the KKT conditions of ``min ½ λᵀAλ + gᵀλ, λ ∈ K_μ``: ``σ = s (u, μ)``): same
+  cone-surface and ``u⊥`` rows, normal row ``dσ_N − μ uᵀ dσ_T − s dμ = 0`` (scaled by
+  ``1 / √(1 + μ²)``) — the ``Δt μ ‖c_T‖`` normal velocity of the CCP moves with the slip;
+* LCP (seed 001 Alg. 1, pyramid with per-axis box friction): normal breaking as above
+  (``y_N = λ_N − σ_N / a ≤ 0`` or ``λ_N ≤ δ_f``); otherwise ``dσ_N = 0`` and, per tangent axis
+  ``j``, ``dσ_j = 0`` when ``|y_j| < μ λ_N`` (interior) or ``dλ_j = b (μ dλ_N + λ_N dμ)`` at the
+  bound ``b = sign(y_j)``.
+
+The system is solved by an SVD pseudo-inverse with Tikhonov damping of the singular values below
+``ε^{2/3} s_max`` (a stable least-squares solve: rank-deficient ``G`` in sticking contacts gives
+the minimum-norm ``dλ``, whose ``Jᵀ dλ`` — the physically meaningful part — is unique). The
+transpose solve uses the same factors. Everything is finite for any finite input: a non-converged
+solve simply differentiates the mode equations at the returned force.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from ..math import safe_norm, safe_normalize
+from .problem import de_saxce
+
+__all__ = [
+    "GRADIENTS",
+    "BREAKING",
+    "STICKING",
+    "SLIDING",
+    "NOISE_FACTOR",
+    "implicit_force",
+    "contact_modes",
+    "mode_equations",
+    "implicit_matrix",
+    "implicit_formulation",
+]
+
+#: Gradient modes accepted by :func:`jaxsim_contact.contact.solve`.
+GRADIENTS = ("implicit", "unrolled")
+
+#: Contact mode codes returned by :func:`contact_modes` (seed 004 §III-B).
+BREAKING, STICKING, SLIDING = 0, 1, 2
+
+#: ``κ``: how many solver tolerances count as "zero" in the mode classification.
+NOISE_FACTOR = 10.0
+
+
+def implicit_formulation(formulation: str) -> str:
+    """Formulation whose optimality conditions define the implicit derivative of a solver.
+
+    ``"ncp"``, ``"ccp"`` and ``"lcp"`` map to themselves. RaiSim's model (seed 001 §III-C) is not
+    the solution of an NCP/CCP/LCP, so it has no implicit rule here: ``NotImplementedError``
+    (use ``gradient="unrolled"``).
+    """
+    if formulation in ("ncp", "ccp", "lcp"):
+        return formulation
+    raise NotImplementedError(
+        f"no implicit derivative for the {formulation!r} contact model; "
+        "use jc.contact.solve(..., gradient='unrolled')"
+    )
+
+
+def _contact_scales(A: jax.Array, n: int) -> jax.Array:
+    """``(n,)`` ``a_i = tr(A_ii)/3``; contacts with a zero block fall back to the mean, then 1."""
+    d = jnp.diagonal(A).reshape(n, 3)
+    a = jnp.mean(d, axis=-1)
+    pos = a > 0
+    mean = jnp.sum(jnp.where(pos, a, 0.0)) / jnp.maximum(jnp.sum(pos), 1)
+    mean = jnp.where(mean > 0, mean, 1.0)
+    return jnp.where(pos, a, mean)
+
+
+def _noise_levels(lam, g, a, active, tolerance):
+    """``(δ_f scalar, δ_v (n,))``: see the module docstring."""
+    dtype = lam.dtype
+    n = lam.shape[0]
+    F = jnp.maximum(safe_norm(lam), safe_norm(g.reshape(n, 3)) / a)
+    F = jnp.max(jnp.where(active, F, 0.0), initial=0.0)
+    tol = jnp.maximum(jnp.asarray(tolerance, dtype), 0.0)
+    tol = jnp.where(jnp.isfinite(tol), tol, 0.0)
+    root_eps = jnp.sqrt(jnp.finfo(dtype).eps)
+    delta_f = NOISE_FACTOR * tol + root_eps * F
+    delta_v = NOISE_FACTOR * tol + root_eps * a * F
+    return delta_f, delta_v
+
+
+def _safe_div(num, den, fallback):
+    ok = den > 0
+    return jnp.where(ok, num / jnp.where(ok, den, 1.0), fallback)
+
+
+def mode_equations(formulation: str, A: jax.Array, g: jax.Array, mu: jax.Array,
+                   active: jax.Array, force: jax.Array, tolerance: jax.Array):
+    """Per-contact linearised optimality conditions at ``force`` (see the module docstring).
+
+    Args:
+      formulation: ``"ncp"``, ``"ccp"`` or ``"lcp"`` (static).
+      A: ``(3n, 3n)`` compliant Delassus ``G + diag(R)`` of the *sanitised* problem.
+      g: ``(3n,)`` free velocity; mu: ``(n,)`` friction; active: ``(n,)`` bool.
+      force: ``(n, 3)`` the (converged) force ``λ*``; tolerance: the solver's tolerance ``τ``.
+    Returns:
+      ``(C_lam (n, 3, 3), C_sig (n, 3, 3), c_mu (n, 3), modes (n,) int32)`` such that the
+      derivative satisfies ``C_lam dλ_i + C_sig dσ_i + c_mu dμ_i = 0`` for every contact, with
+      ``modes`` in ``{BREAKING, STICKING, SLIDING}`` (LCP: sliding = a tangent axis at its bound).
+    """
+    n = mu.shape[0]
+    dtype = A.dtype
+    lam = force.reshape(n, 3)
+    sigma = (A @ lam.reshape(3 * n) + g).reshape(n, 3)
+    a = _contact_scales(A, n)
+    delta_f, delta_v = _noise_levels(lam, g, a, active, tolerance)
+    eye = jnp.broadcast_to(jnp.eye(3, dtype=dtype), (n, 3, 3))
+    zero33 = jnp.zeros((n, 3, 3), dtype)
+    lam_n = lam[:, 2]
+    scale_mu = jax.lax.rsqrt(1.0 + mu * mu)  # 1/√(1+μ²)
+
+    if formulation == "lcp":
+        y = lam - sigma / a[:, None]
+        breaking = (~active) | (y[:, 2] <= 0) | (lam_n <= delta_f)
+        bound = mu * lam_n
+        interior = jnp.abs(y[:, :2]) < bound[:, None]  # (n, 2)
+        b = jnp.sign(y[:, :2])
+        e = jnp.eye(3, dtype=dtype)
+        # tangent rows: interior -> dσ_j = 0 ; at bound -> a (dλ_j − b μ dλ_N − b λ_N dμ) = 0
+        c_lam_t = (a * scale_mu)[:, None, None] * (
+            e[None, :2, :] - (b * mu[:, None])[:, :, None] * e[None, None, 2, :])
+        c_lam_t = jnp.where(interior[:, :, None], 0.0, c_lam_t)
+        c_sig_t = jnp.where(interior[:, :, None], e[None, :2, :], 0.0)
+        c_mu_t = jnp.where(interior, 0.0, -(a * scale_mu * lam_n)[:, None] * b)
+        c_lam = jnp.concatenate([c_lam_t, jnp.zeros((n, 1, 3), dtype)], axis=1)
+        c_sig = jnp.concatenate([c_sig_t, jnp.broadcast_to(e[None, 2:, :], (n, 1, 3))], axis=1)
+        c_mu = jnp.concatenate([c_mu_t, jnp.zeros((n, 1), dtype)], axis=1)
+        sliding = ~jnp.all(interior, axis=-1)
+    else:
+        sbar = sigma + de_saxce(sigma, mu) if formulation == "ncp" else sigma
+        y = lam - sbar / a[:, None]
+        y_t = y[:, :2]
+        ny_t = safe_norm(y_t)
+        polar = mu * ny_t + y[:, 2] <= 0
+        breaking = (~active) | polar | (lam_n <= delta_f)
+        interior = ny_t < mu * y[:, 2]
+        sliding = ~interior
+        # slip direction u = −y_T/‖y_T‖ (= σ_T/‖σ_T‖ = −λ_T/‖λ_T‖ at a sliding solution)
+        u = safe_normalize(-y_t, fallback=jnp.asarray([1.0, 0.0], dtype))
+        has_dir = a * ny_t > delta_v
+        u_perp = jnp.stack([-u[:, 1], u[:, 0]], axis=-1)
+        s = safe_norm(sigma[:, :2])
+        friction = a * mu * lam_n
+        den = s + friction
+        th1 = _safe_div(s, den, jnp.ones_like(s))
+        th2 = _safe_div(friction, den, jnp.zeros_like(s))
+        z1 = jnp.zeros((n, 1), dtype)
+        # row 0: cone surface  a/√(1+μ²) (uᵀ dλ_T + μ dλ_N + λ_N dμ) = 0
+        r0_lam = (a * scale_mu)[:, None] * jnp.concatenate([u, mu[:, None]], axis=-1)
+        r0_mu = jnp.where(has_dir, a * scale_mu * lam_n, 0.0)
+        # row 1: a θ1 u⊥ᵀ dλ_T + θ2 u⊥ᵀ dσ_T = 0
+        r1_lam = (a * th1)[:, None] * jnp.concatenate([u_perp, z1], axis=-1)
+        r1_sig = th2[:, None] * jnp.concatenate([u_perp, z1], axis=-1)
+        # row 2: NCP dσ_N = 0 ; CCP (dσ_N − μ uᵀ dσ_T − s dμ) / √(1+μ²) = 0
+        if formulation == "ncp":
+            r2_sig = jnp.broadcast_to(jnp.asarray([0.0, 0.0, 1.0], dtype), (n, 3))
+            r2_mu = jnp.zeros((n,), dtype)
+        else:
+            r2_sig = scale_mu[:, None] * jnp.concatenate([-mu[:, None] * u, 1.0 + z1], axis=-1)
+            r2_mu = -scale_mu * s
+        slide_lam = jnp.stack([r0_lam, r1_lam, jnp.zeros((n, 3), dtype)], axis=1)
+        slide_sig = jnp.stack([jnp.zeros((n, 3), dtype), r1_sig, r2_sig], axis=1)
+        slide_mu = jnp.stack([r0_mu, jnp.zeros((n,), dtype), r2_mu], axis=1)
+        c_lam = jnp.where(sliding[:, None, None], slide_lam, zero33)
+        c_sig = jnp.where(sliding[:, None, None], slide_sig, eye)
+        c_mu = jnp.where(sliding[:, None], slide_mu, 0.0)
+
+    c_lam = jnp.where(breaking[:, None, None], a[:, None, None] * eye, c_lam)
+    c_sig = jnp.where(breaking[:, None, None], zero33, c_sig)
+    c_mu = jnp.where(breaking[:, None], 0.0, c_mu)
+    modes = jnp.where(breaking, BREAKING, jnp.where(sliding, SLIDING, STICKING)).astype(jnp.int32)
+    return c_lam, c_sig, c_mu, modes
+
+
+def implicit_matrix(c_lam: jax.Array, c_sig: jax.Array, A: jax.Array) -> jax.Array:
+    """``(3n, 3n)`` system matrix ``blockdiag(C_λ) + blockdiag(C_σ) A`` (seed 004 eq. 11's ``A``)."""
+    n = c_lam.shape[0]
+    CA = jnp.einsum("irk,ikm->irm", c_sig, A.reshape(n, 3, 3 * n)).reshape(3 * n, 3 * n)
+    idx = jnp.arange(n)
+    D = jnp.zeros((n, 3, n, 3), A.dtype).at[idx, :, idx, :].set(c_lam).reshape(3 * n, 3 * n)
+    return D + CA
+
+
+def contact_modes(problem, force: jax.Array, formulation: str = "ncp", tolerance=1e-6) -> jax.Array:
+    """``(n,)`` int32 contact modes (``BREAKING=0``, ``STICKING=1``, ``SLIDING=2``) at ``force``.
+
+    The classification the implicit derivative uses (module docstring), exposed for diagnostics
+    and tests. ``problem`` should be the problem that was solved; inactive contacts are breaking.
+    """
+    from .solve import sanitize_problem
+
+    safe, _ = sanitize_problem(problem)
+    return mode_equations(implicit_formulation(formulation), safe.compliant_delassus,
+                          safe.free_velocity, safe.friction, safe.active,
+                          jnp.asarray(force).reshape(-1, 3), tolerance)[3]
+
+
+def _pinv_factors(M: jax.Array):
+    """SVD factors of ``M`` with Tikhonov-damped inverse singular values (cut-off ``ε^{2/3}``)."""
+    U, s, Vt = jnp.linalg.svd(M)
+    cut = jnp.finfo(M.dtype).eps ** (2.0 / 3.0) * jnp.max(s, initial=0.0)
+    cut = jnp.maximum(cut, jnp.finfo(M.dtype).tiny)
+    sinv = s / (s * s + cut * cut)
+    return U, sinv, Vt
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def implicit_force(formulation: str, delassus, free_velocity, friction, compliance, active,
+                   force, tolerance):
+    """Identity on the converged ``force`` whose JVP is the implicit derivative (module docstring).
+
+    Args (all arrays explicit; the problem must already be sanitised, see
+    :func:`jaxsim_contact.contact.sanitize_problem`):
+      formulation: static ``"ncp"``, ``"ccp"`` or ``"lcp"``.
+      delassus ``(3n, 3n)``, free_velocity ``(3n,)``, friction ``(n,)``, compliance ``(3n,)``:
+        differentiable problem data ``G, g, μ, R`` (only the symmetric part of a ``G`` tangent
+        is used: ``G`` is symmetric by contract, and ``jax.grad`` w.r.t. ``G`` is symmetric).
+      active: ``(n,)`` bool (non-differentiable).
+      force: ``(n, 3)`` the solver's output ``λ*`` (its tangent is ignored: ``λ*`` is a function
+        of the problem only, not of the iterate that produced it).
+      tolerance: scalar solver tolerance ``τ`` for the mode thresholds (tangent ignored).
+    Returns:
+      ``force`` unchanged. Tangent ``dλ`` ``(n, 3)``: solution of
+      ``(C_λ + C_σ A) dλ = −C_σ (dA λ + dg) − c_μ dμ`` (seed 004 eqs. 11, 44).
+    """
+    del formulation, delassus, free_velocity, friction, compliance, active, tolerance
+    return force
+
+
+@implicit_force.defjvp
+def _implicit_force_jvp(formulation, primals, tangents):
+    G, g, mu, R, active, force, tol = primals
+    dG, dg, dmu, dR = tangents[:4]
+    n = mu.shape[0]
+    A = G + jnp.diag(R)
+    lam = force.reshape(3 * n)
+    c_lam, c_sig, c_mu, _ = mode_equations(implicit_formulation(formulation), A, g, mu, active,
+                                           force, tol)
+    M = implicit_matrix(c_lam, c_sig, A)
+    # dA λ + dg  (seed 004 eq. 12: the contact velocity's variation at fixed λ*). G is symmetric
+    # by contract: only the symmetric part of dG counts, so gradients w.r.t. G are symmetric.
+    dG = 0.5 * (dG + dG.T)
+    w = (dG @ lam + dR * lam + dg).reshape(n, 3)
+    rhs = -(jnp.einsum("irk,ik->ir", c_sig, w) + c_mu * dmu[:, None]).reshape(3 * n)
+    U, sinv, Vt = _pinv_factors(M)
+
+    def matvec(x):
+        return M @ x
+
+    def solve(_, b):
+        return Vt.T @ (sinv * (U.T @ b))
+
+    def transpose_solve(_, b):
+        return U @ (sinv * (Vt @ b))
+
+    dlam = jax.lax.custom_linear_solve(matvec, rhs, solve, transpose_solve)
+    dlam = jnp.where(jnp.repeat(active, 3), dlam, 0.0).reshape(n, 3)
+    return force, dlam
