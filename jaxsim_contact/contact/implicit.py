@@ -65,6 +65,20 @@ The system is solved by an SVD pseudo-inverse with Tikhonov damping of the singu
 the minimum-norm ``dλ``, whose ``Jᵀ dλ`` — the physically meaningful part — is unique). The
 transpose solve uses the same factors. Everything is finite for any finite input: a non-converged
 solve simply differentiates the mode equations at the returned force.
+
+Limits (documented, not hidden):
+
+* the derivative is that of the current mode (seed 004 §III-C: "they do not capture the
+  information on the contact modes boundary"); at a mode boundary (exact touching, stick/slip
+  transition) it is one of the one-sided derivatives;
+* when the solution itself is not unique in a way that changes the motion — e.g. a hyperstatic
+  *rotating* sliding box, whose friction torque depends on the undetermined normal-force
+  distribution — the minimum-norm ``dλ`` follows one valid solution path, which need not be the
+  one the iterative solver selects. Sticking and translating hyperstatic contacts are fine (the
+  tests check ``v⁺`` of a 4-point cube against finite differences);
+* higher derivatives (``jax.hessian``) differentiate the mode equations within the mode: the
+  rule re-enters itself for ``λ*``, so they are consistent with finite differences of the
+  gradient away from mode boundaries.
 """
 
 from __future__ import annotations
@@ -291,6 +305,10 @@ def implicit_force(formulation: str, delassus, free_velocity, friction, complian
 def _implicit_force_jvp(formulation, primals, tangents):
     G, g, mu, R, active, force, tol = primals
     dG, dg, dmu, dR = tangents[:4]
+    # Re-enter the rule for λ*: an identity here, but when this JVP is itself differentiated
+    # (jax.hessian, jacfwd of grad) λ* then carries its own implicit tangent, so the system
+    # below is differentiated consistently (higher-order derivatives within a contact mode).
+    force = implicit_force(formulation, G, g, mu, R, active, force, tol)
     n = mu.shape[0]
     A = G + jnp.diag(R)
     lam = force.reshape(3 * n)

@@ -167,6 +167,55 @@ def test_implicit_jacobians_match_finite_differences(formulation):
             assert (size < 1e-12) if c == "b" else (size > 1e-3), (pattern, i, size)
 
 
+def test_hessian_matches_finite_differences_of_the_gradient():
+    """Second order: the rule re-enters itself for λ*, so ``jax.hessian`` of a scalar loss is
+    symmetric and matches central differences of ``jax.grad`` within a mode."""
+    (G, g, mu, R, _), labels = cases("ncp")
+    k = labels.index(("ksbs", True))
+    G, g, mu, R = (x[k] for x in (G, g, mu, R))
+    solver = SOLVERS["ncp"]
+
+    def loss(x):
+        f = C.solve(C.ContactProblem(G, x[:3 * N], x[3 * N:], R), solver).force
+        return jnp.sum(f ** 2) + jnp.sum(jnp.sin(f))
+
+    x = jnp.concatenate([g, mu])
+    both = jax.jit(lambda x: (jax.hessian(loss)(x), jax.grad(loss)(x)))
+    H, _ = both(x)
+    np.testing.assert_allclose(H, H.T, atol=1e-9 * float(jnp.abs(H).max()))
+
+    def grad_fn(x):
+        return both(x)[1]
+
+    h = 1e-6
+    d = jnp.asarray(np.random.default_rng(9).normal(size=x.shape))
+    fd = (grad_fn(x + h * d) - grad_fn(x - h * d)) / (2 * h)
+    np.testing.assert_allclose(H @ d, fd, rtol=0, atol=1e-5 * float(jnp.abs(fd).max()))
+    assert float(jnp.abs(fd).max()) > 1e-2
+
+
+def test_float32_jacobians_are_finite_and_close_to_float64():
+    """Float32 (GPU batches): the same manufactured NCP problems at a float32 tolerance give
+    finite float32 Jacobians, within 1e-3 of the float64 ones where ``G + R`` is conditioned
+    for float32 (κ ≤ 2e3; beyond that the pseudo-inverse's damping at ``ε^{2/3} s_max`` and the
+    solver's tolerance dominate — e.g. 7e-2 at κ = 1.2e4)."""
+    (G, g, mu, R, _), labels = cases("ncp")
+    J64 = compiled("ncp")[1](G, g, mu, R)[0]
+    solver = C.ADMM("ncp", max_iterations=2000, tolerance=1e-5)
+    f = functools.partial(_force_aux, solver)
+    args32 = [x.astype(jnp.float32) for x in (G, g, mu, R)]
+    J32, lam32 = jax.jit(jax.vmap(jax.jacrev(f, argnums=(0, 1, 2, 3), has_aux=True)))(*args32)
+    assert lam32.dtype == jnp.float32
+    kappa = np.linalg.cond(np.asarray(G + jax.vmap(jnp.diag)(R)))
+    conditioned = kappa <= 2e3
+    assert conditioned.sum() >= 4
+    for a, b in zip(J32, J64):
+        assert a.dtype == jnp.float32 and bool(jnp.all(jnp.isfinite(a)))
+        scale = jnp.maximum(jnp.max(jnp.abs(b), axis=tuple(range(1, b.ndim))), 1.0)
+        err = np.asarray(jnp.max(jnp.abs(a - b), axis=tuple(range(1, b.ndim))) / scale)
+        assert np.all(err[conditioned] < 1e-3), (labels, kappa, err)
+
+
 # --------------------------------------------------------------------------------------------
 # rank-deficient G: a cube on a plane (4 contacts, 6 dofs: G is 12 x 12 of rank 6)
 
