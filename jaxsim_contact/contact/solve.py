@@ -204,6 +204,8 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
           eigendecomposition's derivative is NaN at repeated eigenvalues). Solvers that use an
           eigendecomposition internally (``StaggeredProjections``, ``PrimalNewton``) can give NaN
           unrolled derivatives on problems with repeated eigenvalues; use ``"implicit"`` there.
+          Unrolled derivatives are those of the iterations actually taken: a warm start at the
+          solution takes none, and the derivative w.r.t. the problem is then zero.
     Returns:
       :class:`ContactSolution`. jit- and vmap-compatible; never NaN: non-finite problems give
       zero force, zero derivatives and ``converged=False``.

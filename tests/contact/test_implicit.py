@@ -167,6 +167,60 @@ def test_implicit_jacobians_match_finite_differences(formulation):
             assert (size < 1e-12) if c == "b" else (size > 1e-3), (pattern, i, size)
 
 
+def test_full_coordinate_system_equals_seed_reduced_system():
+    """The assembled system (full coordinates, scaled rows) has the same solution as seed 004's
+    reduced system of appendix B: ``X = −A⁻¹ B (dG λ + dg)``, ``dλ = C X`` with, per sliding
+    contact, ``R = (λ/‖λ‖, e_z × u)``, ``P = diag(H/α, 1)``, ``G̃ = Rᵀ P G R + Q`` (eq. 10)."""
+    rng = np.random.default_rng(21)
+    G, g, mu, R, lam = manufactured(rng, "ncp", "ksbs", compliant=False)
+
+    @jax.jit
+    def system(G, g, mu, lam):
+        c_lam, c_sig, _, modes = C.implicit.mode_equations("ncp", G, g, mu, jnp.ones(N, bool),
+                                                           lam, TIGHT)
+        return C.implicit.implicit_matrix(c_lam, c_sig, G), c_sig, modes
+
+    M, c_sig, modes = (np.asarray(x) for x in system(G, g, mu, lam))
+    np.testing.assert_array_equal(modes, [C.STICKING, C.SLIDING, C.BREAKING, C.SLIDING])
+    dG = rng.normal(size=G.shape)
+    dG = dG + dG.T
+    dg = rng.normal(size=g.shape)
+    w = dG @ lam.reshape(-1) + dg
+    ours = np.linalg.solve(M, -np.einsum("irk,ik->ir", c_sig, w.reshape(N, 3)).reshape(-1))
+
+    # seed 004 appendix B, built literally: unknowns (dλ of sticking, dλ̃ of sliding contacts)
+    sigma = (G @ lam.reshape(-1) + g).reshape(N, 3)
+    Bm, Cm, Qm = [], [], []
+    for i, mode in enumerate(modes):
+        rows = np.zeros((3, 3 * N))
+        rows[:, 3 * i:3 * i + 3] = np.eye(3)
+        if mode == C.STICKING:
+            Bm.append(rows)
+            Cm.append(rows.T)
+            Qm.append(np.zeros((3, 3)))
+        elif mode == C.SLIDING:
+            st = sigma[i, :2]
+            u = st / np.linalg.norm(st)
+            alpha = np.linalg.norm(st) / (mu[i] * lam[i, 2])
+            Rm = np.stack([lam[i] / np.linalg.norm(lam[i]), [-u[1], u[0], 0.0]], axis=1)
+            P = np.eye(3)
+            P[:2, :2] = (np.eye(2) - np.outer(u, u)) / alpha
+            Bm.append(Rm.T @ P @ rows)
+            Cm.append(rows.T @ Rm)
+            Qm.append(np.diag([0.0, 1.0]))
+    Bm = np.concatenate(Bm)
+    Cm = np.concatenate(Cm, axis=1)
+    sizes = [q.shape[0] for q in Qm]
+    Qfull = np.zeros((sum(sizes), sum(sizes)))
+    offsets = np.cumsum([0] + sizes)
+    for q, o in zip(Qm, offsets):
+        Qfull[o:o + q.shape[0], o:o + q.shape[0]] = q
+    A_seed = Bm @ G @ Cm + Qfull  # eq. 42
+    seed = Cm @ np.linalg.solve(A_seed, -Bm @ w)  # eq. 44
+    np.testing.assert_allclose(ours, seed, rtol=1e-9, atol=1e-9 * np.abs(seed).max())
+    assert np.abs(seed).max() > 1e-2
+
+
 def test_hessian_matches_finite_differences_of_the_gradient():
     """Second order: the rule re-enters itself for λ*, so ``jax.hessian`` of a scalar loss is
     symmetric and matches central differences of ``jax.grad`` within a mode."""
