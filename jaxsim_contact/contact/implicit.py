@@ -60,10 +60,14 @@ coordinates rather than the reduced ``(3 n_stk + 2 n_sld)`` unknowns: shapes sta
   ``j``, ``dσ_j = 0`` when ``|y_j| < μ λ_N`` (interior) or ``dλ_j = b (μ dλ_N + λ_N dμ)`` at the
   bound ``b = sign(y_j)``.
 
-The system is solved by an SVD pseudo-inverse with Tikhonov damping of the singular values below
-``ε^{2/3} s_max`` (a stable least-squares solve: rank-deficient ``G`` in sticking contacts gives
-the minimum-norm ``dλ``, whose ``Jᵀ dλ`` — the physically meaningful part — is unique). The
-transpose solve uses the same factors. Everything is finite for any finite input: a non-converged
+The system is solved in the Tikhonov-regularised least-squares sense, ``min ‖M dλ − b‖² +
+c²‖dλ‖²`` with ``c = ε^{2/3}`` times the RMS singular value of ``M``, through the augmented
+symmetric quasi-definite system ``[[c I, M], [Mᵀ, −c I]]`` (LU-factorised once; the transpose
+solve for reverse mode reuses the factors). This is the damped SVD pseudo-inverse without an SVD
+(measured on this machine, batch 16, float64: LU of the augmented 96 × 96 system 2 ms vs 1.2 s
+for the 48 × 48 SVD) and without squaring the condition number: rank-deficient ``G`` in sticking
+contacts gives the minimum-norm ``dλ``, whose ``Jᵀ dλ`` — the physically meaningful part — is
+unique. Everything is finite for any finite input: a non-converged
 solve simply differentiates the mode equations at the returned force.
 
 Limits (documented, not hidden):
@@ -269,13 +273,23 @@ def contact_modes(problem, force: jax.Array, formulation: str = "ncp", tolerance
                           jnp.asarray(force).reshape(-1, 3), tolerance)[3]
 
 
-def _pinv_factors(M: jax.Array):
-    """SVD factors of ``M`` with Tikhonov-damped inverse singular values (cut-off ``ε^{2/3}``)."""
-    U, s, Vt = jnp.linalg.svd(M)
-    cut = jnp.finfo(M.dtype).eps ** (2.0 / 3.0) * jnp.max(s, initial=0.0)
-    cut = jnp.maximum(cut, jnp.finfo(M.dtype).tiny)
-    sinv = s / (s * s + cut * cut)
-    return U, sinv, Vt
+def _regularised_factors(M: jax.Array):
+    """LU factors of the augmented system ``K = [[c I, M], [Mᵀ, −c I]]`` (``2m × 2m``).
+
+    ``K`` is symmetric quasi-definite, hence non-singular for any ``M`` when ``c > 0``; solving
+    ``K (y, x) = (b, 0)`` gives the Tikhonov least-squares solution
+    ``x = (MᵀM + c² I)⁻¹ Mᵀ b = Σ s/(s² + c²) v uᵀ b`` (the damped SVD pseudo-inverse) without
+    forming ``MᵀM`` (the condition number is not squared). ``c = ε^{2/3} ‖M‖_F / √m`` (``‖M‖_F/√m``
+    is the RMS singular value): singular values well above ``c`` are inverted to relative
+    accuracy ``(c/s)²``, exact null directions (rank-deficient ``G``) are suppressed.
+    """
+    m = M.shape[0]
+    dtype = M.dtype
+    rms = jnp.sqrt(jnp.sum(M * M) / m)
+    c = jnp.maximum(jnp.finfo(dtype).eps ** (2.0 / 3.0) * rms, jnp.finfo(dtype).tiny)
+    eye = jnp.eye(m, dtype=dtype)
+    K = jnp.block([[c * eye, M], [M.T, -c * eye]])
+    return jax.scipy.linalg.lu_factor(K)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
@@ -320,16 +334,17 @@ def _implicit_force_jvp(formulation, primals, tangents):
     dG = 0.5 * (dG + dG.T)
     w = (dG @ lam + dR * lam + dg).reshape(n, 3)
     rhs = -(jnp.einsum("irk,ik->ir", c_sig, w) + c_mu * dmu[:, None]).reshape(3 * n)
-    U, sinv, Vt = _pinv_factors(M)
+    factors = _regularised_factors(M)
+    m = 3 * n
 
     def matvec(x):
         return M @ x
 
-    def solve(_, b):
-        return Vt.T @ (sinv * (U.T @ b))
+    def solve(_, b):  # x-part of K⁻¹ (b, 0)
+        return jax.scipy.linalg.lu_solve(factors, jnp.concatenate([b, jnp.zeros_like(b)]))[m:]
 
-    def transpose_solve(_, b):
-        return U @ (sinv * (Vt @ b))
+    def transpose_solve(_, b):  # K symmetric: the transpose map is the y-part of K⁻¹ (0, b)
+        return jax.scipy.linalg.lu_solve(factors, jnp.concatenate([jnp.zeros_like(b), b]))[:m]
 
     dlam = jax.lax.custom_linear_solve(matvec, rhs, solve, transpose_solve)
     dlam = jnp.where(jnp.repeat(active, 3), dlam, 0.0).reshape(n, 3)
