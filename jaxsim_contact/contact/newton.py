@@ -15,9 +15,12 @@ With ``y(v) = −R⁻¹ (A v + g)`` and ``D = R^{1/2}``::
     ∇ℓ    = v − Aᵀ λ(v)                         (Alg. 4 line 2)
     H     = I + Aᵀ D⁻¹ ∂P_{K'} D⁻¹ A             (line 3)
 
-Line search (line 5): Armijo backtracking ``α ∈ {1, β, β², …}`` with ``β = 0.8``, ``c = 10⁻⁴``
-(the seed's implementation, not Drake's exact line search); all trial steps are evaluated at once
-and the largest admissible one is kept.
+Line search (line 5): exact, by bisection on the derivative of the convex piecewise-quadratic
+``φ(α) = ℓ(v + α Δv)`` (as MuJoCo and Drake do). ``φ'(α) = (v + αΔv)·Δv − λ(v + αΔv)·(A Δv)`` costs
+one cone projection per trial, the bracket ``[0, 2^k]`` is doubled until ``φ'`` turns positive,
+then ``line_search_steps`` bisections. (Armijo backtracking with ``β = 0.8`` — the seed's
+implementation — failed here: with ``R`` at its floor, ``H`` spans ~1e9 and no trial step of
+``0.8^k, k < 30`` decreased ``ℓ`` near the solution of a 2-box tower, which then exploded.)
 
 Compliance must be positive (the primal is "viable only when R is non-null"): rows with
 ``R < min_compliance × tr(G)/3n`` are raised to that floor. The per-contact tangential compliance is
@@ -53,28 +56,23 @@ class PrimalNewton(ContactSolver):
       max_iterations: static Newton iteration cap.
       tolerance: dynamic; stop when the CCP ``ε_abs`` (without De Saxcé) at ``λ(v)`` is ``≤``.
       min_compliance: dynamic relative floor for ``R`` (see module docstring), default 1e-9.
-      armijo: dynamic sufficient-decrease constant ``c`` (1e-4); backtracking: dynamic ``β`` (0.8).
-      line_search_steps: static number of trial steps (default 30).
+      line_search_steps: static number of bisections of the exact line search (default 40).
     """
 
     max_iterations: int = eqx.field(static=True)
     line_search_steps: int = eqx.field(static=True)
     tolerance: jax.Array
     min_compliance: jax.Array
-    armijo: jax.Array
-    backtracking: jax.Array
     formulation: str = eqx.field(static=True, default="ccp")
 
     def __init__(self, max_iterations: int = 100, tolerance=1e-6, min_compliance=1e-9,
-                 armijo=1e-4, backtracking=0.8, line_search_steps: int = 30):
+                 line_search_steps: int = 40):
         if int(max_iterations) < 1 or int(line_search_steps) < 1:
             raise ValueError("max_iterations and line_search_steps must be >= 1")
         self.max_iterations = int(max_iterations)
         self.line_search_steps = int(line_search_steps)
         self.tolerance = jnp.asarray(tolerance)
         self.min_compliance = jnp.asarray(min_compliance)
-        self.armijo = jnp.asarray(armijo)
-        self.backtracking = jnp.asarray(backtracking)
         self.formulation = "ccp"
 
     # -- primal objective ----------------------------------------------------------------------
@@ -129,17 +127,41 @@ class PrimalNewton(ContactSolver):
         L = jnp.linalg.cholesky(H)
         dv = -jax.scipy.linalg.cho_solve((L, True), grad)
         dv = jnp.where(jnp.all(jnp.isfinite(dv)), dv, -grad)
-        slope = grad @ dv
-        f0 = self._objective(problem, state, v)
-        k = jnp.arange(self.line_search_steps, dtype=A.dtype)
-        alphas = jnp.asarray(self.backtracking, A.dtype) ** k
-        fs = jax.vmap(lambda a: self._objective(problem, state, v + a * dv))(alphas)
-        ok = fs <= f0 + jnp.asarray(self.armijo, A.dtype) * alphas * slope
-        first = jnp.argmax(ok)
-        alpha = jnp.where(jnp.any(ok), alphas[first], alphas[-1])
+        alpha = self._line_search(problem, state, v, dv)
         v_new = v + alpha * dv
         return eqx.tree_at(lambda s: (s.v, s.force), state,
                            (v_new, self._force(problem, state, v_new)))
+
+    def _line_search(self, problem, state, v, dv):
+        """Minimiser of ``φ(α) = ℓ(v + α Δv)`` over ``α ≥ 0`` (0 if ``Δv`` is not a descent
+        direction); see the module docstring."""
+        R = state.compliance.reshape(-1, 3)
+        d = jnp.sqrt(R)
+        mu_s = problem.friction * jnp.sqrt(R[:, 0] / R[:, 2])
+        c0 = (state.sqrt_delassus @ v + problem.free_velocity).reshape(-1, 3)
+        c1 = (state.sqrt_delassus @ dv).reshape(-1, 3)
+        v_dv, dv_dv = v @ dv, dv @ dv
+
+        def slope(alpha):
+            lam = project_cone(-(c0 + alpha * c1) / d, mu_s) / d
+            return v_dv + alpha * dv_dv - jnp.sum(lam * c1)
+
+        dtype = v.dtype
+        descent = slope(jnp.zeros((), dtype)) < 0
+
+        def expand(_, hi):  # double until φ' ≥ 0 (at most 2^30)
+            return jnp.where(slope(hi) < 0, 2.0 * hi, hi)
+
+        hi = jax.lax.fori_loop(0, 30, expand, jnp.ones((), dtype))
+
+        def bisect(_, bracket):
+            lo, hi = bracket
+            mid = 0.5 * (lo + hi)
+            negative = slope(mid) < 0
+            return jnp.where(negative, mid, lo), jnp.where(negative, hi, mid)
+
+        lo, hi = jax.lax.fori_loop(0, self.line_search_steps, bisect, (jnp.zeros((), dtype), hi))
+        return jnp.where(descent, 0.5 * (lo + hi), 0.0)
 
     def criterion(self, problem, state):
         return criterion(problem, state.force, "ccp")

@@ -138,6 +138,21 @@ def test_any_solver_can_be_selected_in_the_options(solver):
     assert float(jnp.max(jnp.abs(final.v))) < 1e-3
 
 
+def test_primal_newton_keeps_a_dropped_two_box_tower_at_rest():
+    """Regression: with Armijo backtracking the primal Newton took non-decreasing steps near the
+    solution of this rigid problem (compliance at its 1e-9 floor) and the tower exploded after
+    ~100 steps; the exact line search never increases the objective."""
+    solver = jc.contact.PrimalNewton(max_iterations=50, tolerance=1e-8)
+    model = jc.scenes.load("tower", count=2, gap=1e-3).replace_options(solver=solver)
+    final, traj = rollout(model, jc.init(model), jnp.zeros((300, 0)))
+    assert int(final.error) & int(ErrorFlag.NON_FINITE_STATE) == 0
+    z = np.asarray(traj.q).reshape(300, 2, 7)[100:, :, 2]
+    np.testing.assert_allclose(z, np.broadcast_to([0.05, 0.15], z.shape), atol=1e-4)
+    assert float(jnp.max(jnp.abs(traj.v[100:]))) < 1e-5
+    # rigid problem, compliance floored at 1e-9 relative: Newton stalls near 1e-5, not at 1e-8
+    assert float(jnp.max(traj.contact.residual[100:])) < 1e-3
+
+
 def test_options_are_validated_when_built():
     model = jc.scenes.load("tower", count=1)
     with pytest.raises(ValueError, match="baumgarte"):
