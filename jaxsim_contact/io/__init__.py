@@ -9,11 +9,13 @@ from .errors import (
     ModelParseError,
     UnsupportedFeatureError,
 )
-from .loader import compile_mjmodel, from_mjmodel, load
+from .loader import compile_mjmodel, compile_spec, from_mjmodel, load, prepare_spec
 
 __all__ = [
     "load",
     "compile_mjmodel",
+    "prepare_spec",
+    "compile_spec",
     "from_mjmodel",
     "ModelError",
     "ModelParseError",

@@ -29,7 +29,7 @@ from .errors import (
 from .urdf import add_floating_base, inline_unreadable_meshes, resolve_mesh_files
 from .validation import check_compiled, check_spec, check_xml, parse_xml
 
-__all__ = ["load", "compile_mjmodel", "from_mjmodel"]
+__all__ = ["load", "compile_mjmodel", "prepare_spec", "compile_spec", "from_mjmodel"]
 
 # mjtGeom → GeomType (hfield and SDF are rejected by validation).
 _GEOM_FROM_MJ = {
@@ -101,6 +101,26 @@ def compile_mjmodel(
 ):
     """Validate and compile ``path`` with MuJoCo into a ``mujoco.MjModel`` (arguments and
     exceptions as :func:`load`)."""
+    spec = prepare_spec(path, package_dirs=package_dirs, floating_base=floating_base,
+                        balance_inertia=balance_inertia, ignore_equality=ignore_equality)
+    return compile_spec(spec, path)
+
+
+def prepare_spec(
+    path: str | Path,
+    *,
+    package_dirs: Sequence[str | Path] = (),
+    floating_base: bool = False,
+    balance_inertia: bool = False,
+    ignore_equality: bool = False,
+):
+    """The validated ``mujoco.MjSpec`` of ``path`` before compilation (arguments and exceptions as
+    :func:`load`): URDF meshes resolved, floating base added, equalities dropped if asked.
+
+    Edit it (e.g. add a floor geom or ``<exclude>`` pairs) and pass it to :func:`compile_spec`;
+    benchmarks use this to hand the very same compiled model to MuJoCo C, MJX and
+    :func:`from_mjmodel`.
+    """
     import mujoco
 
     path = Path(path)
@@ -120,6 +140,13 @@ def compile_mjmodel(
         spec.compiler.balanceinertia = True
     if ignore_equality:
         _drop_equalities(spec, path)
+    return spec
+
+
+def compile_spec(spec, path: str | Path = "<spec>"):
+    """Compile a spec from :func:`prepare_spec` and validate the result (``path`` names the source
+    in error messages)."""
+    path = Path(path)
     try:
         mj = spec.compile()
     except ValueError as err:
