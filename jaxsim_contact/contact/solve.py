@@ -4,15 +4,17 @@ Every solver is an ``eqx.Module`` with static iteration caps / formulation choic
 numeric parameters, implementing four pure functions:
 
 * ``init(problem, warm_force, warm_rho) -> state`` — a pytree holding at least ``force (n, 3)``;
-* ``step(problem, state) -> state`` — one iteration (kept separate so that a later issue can unroll
-  it with ``lax.scan`` for unrolled gradients, or differentiate the fixed point implicitly);
+* ``step(problem, state) -> state`` — one iteration (``gradient="unrolled"`` scans over it);
 * ``force(problem, state) -> (n, 3)`` — the current force estimate;
 * ``criterion(problem, state) -> scalar`` — the termination criterion (seed 001 eq. 15 variant).
 
 :func:`solve` sanitises the problem (inactive contacts decoupled and pinned to ``λ = 0``,
 non-finite problems replaced by a harmless one), runs ``lax.while_loop`` bounded by
 ``max_iterations`` with a ``done`` flag in the carry (finished lanes freeze under ``vmap``), and
-packs a :class:`ContactSolution`.
+packs a :class:`ContactSolution`. Derivatives (seed 004 §III-B): by default the returned force
+carries the implicit rule of :mod:`.implicit` (the loop itself is not differentiated);
+``gradient="unrolled"`` instead runs ``lax.scan`` over ``max_iterations`` steps and lets autodiff
+go through them.
 """
 
 from __future__ import annotations
