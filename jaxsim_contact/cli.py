@@ -74,8 +74,28 @@ def _parse_pair(text: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
-def simulate(model, steps: int = 1000, batch: int = 1, out_html=None, out=None) -> dict:
+def _chunk_length(steps: int) -> int:
+    """Steps per compiled call: a divisor of ``steps`` giving 10–50 progress updates when there is
+    one (1000 → 100), else the whole run in one call (no progress bar)."""
+    for parts in range(10, 51):
+        if steps % parts == 0 and steps // parts >= 10:
+            return steps // parts
+    return steps
+
+
+def _progress_bar(done: int, total: int, rate: float, file, width: int = 30) -> None:
+    filled = int(width * done / total)
+    end = "\n" if done == total else ""
+    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} steps, {rate:.0f} env-steps/s",
+          end=end, file=file, flush=True)
+
+
+def simulate(model, steps: int = 1000, batch: int = 1, out_html=None, out=None,
+             progress: bool = True) -> dict:
     """Roll ``model`` out for ``steps`` steps (``batch`` copies, vmapped) and print a summary.
+
+    Runs of more than ~100 steps go in 10–50 equal chunks of one compiled rollout, with a progress
+    bar on stderr (``progress=False`` silences it).
 
     The copies start from ``qpos0`` with the free bodies' heights jittered by up to 1 cm (so the
     batch is not degenerate). Prints compile time, env-steps/s, max penetration, energy at the
@@ -97,15 +117,23 @@ def simulate(model, steps: int = 1000, batch: int = 1, out_html=None, out=None) 
         if jtype == jc.JointType.FREE and batch > 1:
             q0[1:, model.tree.joint_qpos_adr[j] + 2] += rng.uniform(0, 0.01, batch - 1)
     states = jax.vmap(lambda q: jc.init(model, q=q))(jnp.asarray(q0, dtype))
-    ctrls = jnp.zeros((batch, steps, model.nu), dtype)
+    chunk = _chunk_length(steps)
+    ctrls = jnp.zeros((batch, chunk, model.nu), dtype)
     run = jax.jit(jax.vmap(jc.rollout, in_axes=(None, 0, 0)))
     t0 = time.perf_counter()
     compiled = run.lower(model, states, ctrls).compile()
     compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    final, traj = compiled(model, states, ctrls)
-    jax.block_until_ready(final)
-    run_s = time.perf_counter() - t0
+    # the rollout runs in equal chunks of one compiled program, so long runs can report progress
+    final, pieces, run_s = states, [], 0.0
+    for done in range(chunk, steps + 1, chunk):
+        t0 = time.perf_counter()
+        final, piece = compiled(model, final, ctrls)
+        jax.block_until_ready(final)
+        run_s += time.perf_counter() - t0
+        pieces.append(piece)
+        if progress and chunk < steps:
+            _progress_bar(done, steps, batch * done / run_s, file=sys.stderr)
+    traj = jax.tree_util.tree_map(lambda *x: jnp.concatenate(x, axis=1), *pieces)
     energy = jax.jit(jax.vmap(lambda q, v: kinetic_energy(model, q, v) + potential_energy(model, q)))
     e = np.asarray(energy(traj.q[0], traj.v[0]))
     summary = dict(
