@@ -217,6 +217,7 @@ def distance(
         method=method,
         max_iterations=max_iterations,
         epa_max_vertices=epa_max_vertices,
+        neighborhood=None if smoothing is None else smoothing.neighborhood,
     )
     frozen = jax.lax.stop_gradient((shape_a, pose_a, shape_b, pose_b, warm_start))
     raw = _rule_query(config, *frozen[:4], tolerance, epa_tolerance, frozen[4])
@@ -244,7 +245,10 @@ def _plane_query(shape_a, pose_a, shape_b, pose_b, dtype, smoothing, key):
     plane_pose, shape, pose = (pose_b, shape_a, pose_a) if flip else (pose_a, shape_b, pose_b)
     support_fn = None
     if smoothing is not None:
-        config = RuleConfig(smoothing.order, smoothing.distribution, smoothing.num_samples, "", 0, 0)
+        config = RuleConfig(
+            smoothing.order, smoothing.distribution, smoothing.num_samples, "", 0, 0,
+            smoothing.neighborhood,
+        )
         key = jax.random.PRNGKey(0) if key is None else key
         noise = smoothing.noise.astype(dtype)
         support_fn = lambda d: smoothed_world_support(config, shape, pose, d, noise, key)  # noqa: E731

@@ -43,8 +43,9 @@ Hessian of the support function, by estimator (``Smoothing``)
   the unit local direction; ``noise`` = ε is an angle-like, dimensionless perturbation of ``u``.
 * ``order=1, distribution="gumbel"`` (eqs. 27–28): on ``ConvexMesh`` and ``Box`` the closed form
   ``H = Vᵀ (diag(a) - a aᵀ) V / τ`` with ``a = softmax(V u / τ)`` over all (real) vertices, the
-  temperature τ = ε·R (R the shape's bounding radius, so ε is dimensionless); deterministic, no
-  key needed. On other shapes, Monte Carlo eq. 26 with zero-mean Gumbel noise and its score
+  temperature τ = ε·R (R the shape's bounding radius, so ε is dimensionless); with
+  ``neighborhood=n_l`` only the vertices within n_l hull edges of the witness vertex take part
+  (seed 000 Fig. 2). Deterministic, no key needed. On other shapes, Monte Carlo eq. 26 with zero-mean Gumbel noise and its score
   ``-∇log μ(z) = 1 - exp(-(z + γ))``.
   All estimates are symmetrised and projected on the tangent plane of ``u`` (the exact Hessian
   annihilates ``u``; this keeps ``dn ⟂ n``).
@@ -101,17 +102,41 @@ class Smoothing(eqx.Module):
         temperature in units of the shape's bounding radius; order 0: standard deviation of the
         pose perturbation (radians for rotations, pair size L for translations and shape sizes).
       num_samples: static M > 0, Monte Carlo samples (unused by the Gumbel closed form).
+      neighborhood: static depth n_l ≥ 1 of the Gumbel closed form on ``ConvexMesh`` (seed 000
+        Fig. 2): the softmax runs over the vertices within n_l edges of the witness vertex
+        (hull adjacency ``ConvexMesh.neighbors``, precomputed at construction). ``None``
+        (default): all vertices. The neighbourhood is a mask over the static vertex array
+        (n_l gathers of the (V, K) neighbour table), so shapes stay static; it changes the
+        estimate (more local curvature), not the asymptotic cost.
 
     Raises ``ValueError`` at construction for an unknown order or distribution, a non-positive
-    (or non-finite) concrete ``noise`` or a non-positive ``num_samples``. Final: do not subclass.
+    (or non-finite) concrete ``noise``, a non-positive ``num_samples`` or ``neighborhood``.
+    Final: do not subclass.
     """
 
     noise: jax.Array
     order: int = eqx.field(static=True)
     distribution: str = eqx.field(static=True)
     num_samples: int = eqx.field(static=True)
+    neighborhood: int | None = eqx.field(static=True)
 
-    def __init__(self, order: int = 1, distribution: str = "gaussian", noise=1e-2, num_samples: int = 16):
+    def __init__(
+        self,
+        order: int = 1,
+        distribution: str = "gaussian",
+        noise=1e-2,
+        num_samples: int = 16,
+        neighborhood: int | None = None,
+    ):
+        if neighborhood is not None and (
+            isinstance(neighborhood, bool)
+            or not isinstance(neighborhood, (int, np.integer))
+            or neighborhood <= 0
+        ):
+            raise ValueError(
+                f"Smoothing: neighborhood must be None or a positive int, got {neighborhood!r}"
+            )
+        self.neighborhood = None if neighborhood is None else int(neighborhood)
         if isinstance(order, bool) or order not in ORDERS:
             raise ValueError(f"Smoothing: order must be 0 or 1, got {order!r}")
         if distribution not in DISTRIBUTIONS:
@@ -206,6 +231,15 @@ def _softmax_hessian(vertices, mask, unit, temperature):
     return (second - jnp.outer(mean, mean)) / temperature
 
 
+def _neighborhood_mask(mesh: ConvexMesh, unit: jax.Array, depth: int) -> jax.Array:
+    """Vertices within ``depth`` hull edges of the support vertex in ``unit`` (``(V,)`` bool)."""
+    scores = jnp.where(mesh.vertex_mask, mesh.vertices @ unit, -jnp.inf)
+    member = jax.nn.one_hot(jnp.argmax(scores), mesh.num_vertices, dtype=bool)
+    for _ in range(depth):  # adjacency is symmetric: j joins when one of its neighbours is in
+        member = member | jnp.any(member[mesh.neighbors], axis=-1)
+    return member
+
+
 def local_support_hessian(
     shape: Shape, unit: jax.Array, smoothing: Smoothing | None, key: jax.Array | None
 ) -> jax.Array:
@@ -221,6 +255,8 @@ def local_support_hessian(
         closed = _closed_form_vertices(shape)
         if smoothing.distribution == "gumbel" and closed is not None:
             vertices, mask = closed
+            if smoothing.neighborhood is not None and isinstance(shape, ConvexMesh):
+                mask = mask & _neighborhood_mask(shape, unit, smoothing.neighborhood)
             temperature = smoothing.noise.astype(unit.dtype) * shape.bounding_radius().astype(unit.dtype)
             hess = _softmax_hessian(vertices.astype(unit.dtype), mask, unit, temperature)
         else:
@@ -300,6 +336,7 @@ class RuleConfig(NamedTuple):
     method: str
     max_iterations: int
     epa_max_vertices: int
+    neighborhood: int | None = None
 
 
 def _smoothing_from(config: RuleConfig, noise) -> Smoothing | None:
@@ -310,6 +347,7 @@ def _smoothing_from(config: RuleConfig, noise) -> Smoothing | None:
     object.__setattr__(smoothing, "order", config.order)
     object.__setattr__(smoothing, "distribution", config.distribution)
     object.__setattr__(smoothing, "num_samples", config.num_samples)
+    object.__setattr__(smoothing, "neighborhood", config.neighborhood)
     return smoothing
 
 
@@ -345,6 +383,20 @@ def _first_order_tangents(config, primals, tangents):
     return _solve_tangents(shape_a, shape_b, signed, normal, hess_a, hess_b, e_a, e_b)
 
 
+def _regularized_inverse(system, length):
+    """Tikhonov pseudo-inverse ``V diag(w / (w² + λ²)) Vᵀ`` of a symmetric 3×3 matrix, λ =
+    max(sqrt(eps), 1e-6)·L, computed on primal values (an explicit symmetric matrix, so forward
+    and reverse mode apply exactly transposed maps). Eigenvalues far above λ are inverted to
+    O(λ²/w²); those at rounding level (a singular system: coincident centres of curvature, touching
+    polytopes) give 0 instead of amplified rounding noise."""
+    dtype = system.dtype
+    system = jax.lax.stop_gradient(0.5 * (system + system.T))
+    lam = max(float(np.sqrt(np.finfo(dtype).eps)), 1e-6) * length
+    w, v = jnp.linalg.eigh(system)
+    inverse = (v * (w / (w * w + lam * lam))) @ v.T
+    return jax.lax.stop_gradient(0.5 * (inverse + inverse.T))
+
+
 def _solve_tangents(shape_a, shape_b, signed, normal, hess_a, hess_b, e_a, e_b):
     """The linear algebra of the rule (module docstring): tangents of (δ, p_a, p_b, n)."""
     dtype = normal.dtype
@@ -355,8 +407,7 @@ def _solve_tangents(shape_a, shape_b, signed, normal, hess_a, hess_b, e_a, e_b):
     d_signed = -jnp.dot(normal, r)
     curvature = proj @ (hess_a + hess_b) @ proj
     system = curvature + signed * proj + length * jnp.outer(normal, normal)
-    lam = jnp.sqrt(jnp.finfo(dtype).eps) * length
-    d_normal = -jnp.linalg.solve(system @ system + lam**2 * eye, system @ (proj @ r))
+    d_normal = -_regularized_inverse(system, length) @ (proj @ r)
     d_point_a = hess_a @ d_normal + e_a
     d_point_b = -hess_b @ d_normal + e_b
     return d_signed, d_point_a, d_point_b, d_normal

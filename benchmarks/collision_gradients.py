@@ -1,0 +1,432 @@
+"""Collision-derivative benchmark (seed 000 "Differentiable Collision Detection", Tables I and II).
+
+Table I protocol (contact-pose generation)
+------------------------------------------
+* Shapes: random polyhedral ellipsoids — the convex hull of 12 points on the surface of an
+  ellipsoid with semi-axes uniform in [0.1, 0.6] m (all 12 points are hull vertices).
+* Targets: per pair, random points x1_des on the surface of A (A's frame = world, A fixed at the
+  identity) and x2_des on the surface of B (B's frame): support points in uniformly random
+  directions, i.e. vertices — the paper's terminal costs of 1e-33 show that its targets are
+  exactly reachable; a point inside a face is not a witness point of any pose in general (in
+  face-face contact GJK picks some point of the overlap).
+* Unknown: the pose of B (6-D twist retraction, translation in m, rotation vector in rad, world
+  frame). Start: random orientation, centre at distance R_A + R_B + 0.1 m in a random direction.
+* Cost (eq. 30): C = ½ |x1*(q) - x1_des|² + ½ |x2*(q) - T(q) x2_des|² + ½ |x1*(q) - x2*(q)|², with
+  x1*, x2* the witness points of ``jc.collision.distance`` (GJK + EPA).
+* Solver: Gauss–Newton (J of the 9 residuals w.r.t. the twist; normal equations with a 1e-10
+  relative Levenberg term so that a rank-deficient J is still solvable) with backtracking line
+  search (Armijo 1e-4, halving, ≤ 30 halvings; a step without decrease is rejected), 50 iterations.
+* Jacobians: central finite differences (12 queries; steps 1e-6 and 1e-3), 0th-order Gaussian
+  (eq. 6), 1st-order Gaussian (eq. 26), 1st-order Gumbel (eqs. 27–28, softmax over all 12
+  vertices), all through ``jc.collision.distance(..., smoothing=...)``. Report: quantiles D1, Q1,
+  median, Q3, D9 of the terminal cost over all problems.
+
+Table II protocol (cost of one derivative)
+------------------------------------------
+Batched (``jax.jit(jax.vmap(...))``, B pairs per call, ``block_until_ready``, median of repeats,
+compile time separate): one distance query; the 9×6 Jacobian of the witness points w.r.t. the
+pose of B by each estimator and by finite differences; split into colliding and separated pairs
+as in the paper. Per-pair time = call time / B.
+
+Run: ``python benchmarks/collision_gradients.py`` (reduced size, < 10 min on 2 cores) or with
+``--full`` (the paper's 100 pairs × 100 targets). Writes ``benchmarks/results/collision_gradients.md``
+(``--out`` to change) and a JSON twin. Float64.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import jaxsim_contact as jc  # noqa: E402
+from jaxsim_contact.math import quat_mul, quat_normalize  # noqa: E402
+
+Smoothing = jc.collision.Smoothing
+
+ESTIMATORS = {
+    # name: (kind, parameters)
+    "finite differences h=1e-6": ("fd", dict(step=1e-6)),
+    "finite differences h=1e-3": ("fd", dict(step=1e-3)),
+    "0th-order Gaussian": ("smooth", dict(order=0, distribution="gaussian", noise=1e-2, num_samples=50)),
+    "1st-order Gaussian": ("smooth", dict(order=1, distribution="gaussian", noise=0.1, num_samples=20)),
+    "1st-order Gumbel": ("smooth", dict(order=1, distribution="gumbel", noise=0.1, num_samples=1)),
+    "1st-order Gumbel n_l=1": ("smooth", dict(order=1, distribution="gumbel", noise=0.03, num_samples=1, neighborhood=1)),
+}
+ITERATIONS = 50
+MAX_HALVINGS = 30
+
+
+# -- problem generation (host) ------------------------------------------------------------------
+
+
+def polyhedral_ellipsoid(rng):
+    radii = rng.uniform(0.1, 0.6, 3)
+    d = rng.normal(size=(12, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    return jc.ConvexMesh.from_points(d * radii, max_vertices=12, max_neighbors=12, max_faces=20)
+
+
+def surface_points(mesh, count, rng):
+    """Support points in uniformly random directions: vertices of the polyhedral shape, so that a
+    zero cost is attainable (vertex-to-vertex contact). Points inside faces are not: in face-face
+    contact GJK's witness points are not determined by the pose."""
+    v = np.asarray(mesh.vertices)[np.asarray(mesh.vertex_mask)]
+    d = rng.normal(size=(count, 3))
+    return v[np.argmax(d @ v.T, axis=1)]
+
+
+def random_quat(rng, count):
+    q = rng.normal(size=(count, 4))
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
+def make_problems(num_pairs, num_targets, seed):
+    rng = np.random.default_rng(seed)
+    meshes_a, meshes_b, t1, t2, pos, quat = [], [], [], [], [], []
+    for _ in range(num_pairs):
+        a, b = polyhedral_ellipsoid(rng), polyhedral_ellipsoid(rng)
+        ra, rb = float(a.bounding_radius()), float(b.bounding_radius())
+        ta, tb = surface_points(a, num_targets, rng), surface_points(b, num_targets, rng)
+        d = rng.normal(size=(num_targets, 3))
+        d /= np.linalg.norm(d, axis=1, keepdims=True)
+        for k in range(num_targets):
+            meshes_a.append(a)
+            meshes_b.append(b)
+            t1.append(ta[k])
+            t2.append(tb[k])
+            pos.append(d[k] * (ra + rb + 0.1))
+        quat.append(random_quat(rng, num_targets))
+    stack = lambda items: jax.tree.map(lambda *xs: jnp.stack(xs), *items)  # noqa: E731
+    return dict(
+        mesh_a=stack(meshes_a), mesh_b=stack(meshes_b), t1=jnp.asarray(np.array(t1)),
+        t2=jnp.asarray(np.array(t2)), pos=jnp.asarray(np.array(pos)),
+        quat=jnp.asarray(np.concatenate(quat)),
+    )
+
+
+# -- the optimisation (traced) ------------------------------------------------------------------
+
+
+def expq(v):
+    th2 = jnp.dot(v, v)
+    small = th2 < 1e-12
+    th = jnp.sqrt(jnp.where(small, 1.0, th2))
+    s = jnp.where(small, 0.5 - th2 / 48.0, jnp.sin(0.5 * th) / th)
+    c = jnp.where(small, 1.0 - th2 / 8.0, jnp.cos(0.5 * th))
+    return jnp.concatenate([c[None], s * v])
+
+
+def retract(pose, xi):
+    return jc.Transform(pose.pos + xi[:3], quat_normalize(quat_mul(expq(xi[3:]), pose.quat)))
+
+
+def residual(xi, mesh_a, mesh_b, pose_b, t1, t2, smoothing=None, key=None):
+    pb = retract(pose_b, xi)
+    r = jc.collision.distance(mesh_a, jc.Transform(jnp.zeros(3)), mesh_b, pb, smoothing=smoothing, key=key)
+    return jnp.concatenate([r.point_a - t1, r.point_b - pb.apply(t2), r.point_a - r.point_b])
+
+
+def jacobian_fn(name):
+    kind, params = ESTIMATORS[name]
+    if kind == "fd":
+        step = params["step"]
+
+        def jac(mesh_a, mesh_b, pose_b, t1, t2, key):
+            steps = jnp.concatenate([jnp.eye(6), -jnp.eye(6)]) * step
+            vals = jax.vmap(lambda s: residual(s, mesh_a, mesh_b, pose_b, t1, t2))(steps)
+            return (vals[:6] - vals[6:]).T / (2 * step)
+
+        return jac
+
+    def jac(mesh_a, mesh_b, pose_b, t1, t2, key):
+        sm = Smoothing(**params)
+        f = lambda xi: residual(xi, mesh_a, mesh_b, pose_b, t1, t2, sm, key)  # noqa: E731
+        return jax.jacfwd(f)(jnp.zeros(6))
+
+    return jac
+
+
+def solve_problem(name):
+    jac = jacobian_fn(name)
+
+    def solve(mesh_a, mesh_b, pos, quat, t1, t2, key):
+        def cost(pose_b, xi):
+            r = residual(xi, mesh_a, mesh_b, pose_b, t1, t2)
+            return 0.5 * jnp.dot(r, r), r
+
+        def step(carry, it):
+            pose_b, c0 = carry
+            _, r0 = cost(pose_b, jnp.zeros(6))
+            J = jac(mesh_a, mesh_b, pose_b, t1, t2, jax.random.fold_in(key, it))
+            g = J.T @ r0
+            A = J.T @ J
+            A = A + 1e-10 * (1.0 + jnp.trace(A)) * jnp.eye(6)
+            delta = -jnp.linalg.solve(A, g)
+            slope = jnp.dot(g, delta)
+
+            def ls_cond(s):
+                alpha, c, k = s
+                return (c > c0 + 1e-4 * alpha * slope) & (k < MAX_HALVINGS)
+
+            def ls_body(s):
+                alpha, _, k = s
+                alpha = 0.5 * alpha
+                return alpha, cost(pose_b, alpha * delta)[0], k + 1
+
+            c1 = cost(pose_b, delta)[0]
+            alpha, c, _ = jax.lax.while_loop(ls_cond, ls_body, (jnp.ones(()), c1, 0))
+            ok = jnp.isfinite(c) & (c < c0) & jnp.all(jnp.isfinite(delta))
+            new_pose = retract(pose_b, jnp.where(ok, alpha * delta, 0.0))
+            new_c = jnp.where(ok, c, c0)
+            return (new_pose, new_c), new_c
+
+        pose0 = jc.Transform(pos, quat)
+        c0 = cost(pose0, jnp.zeros(6))[0]
+        (_, final), history = jax.lax.scan(step, (pose0, c0), jnp.arange(ITERATIONS))
+        return final, jnp.concatenate([c0[None], history])
+
+    return solve
+
+
+def quantiles(values):
+    v = np.asarray(values)
+    return {k: float(np.quantile(v, q)) for k, q in (("D1", 0.1), ("Q1", 0.25), ("median", 0.5), ("Q3", 0.75), ("D9", 0.9))}
+
+
+def run_table1(problems, seed, chunk):
+    results = {}
+    n = problems["t1"].shape[0]
+    keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.PRNGKey(seed), i))(jnp.arange(n))
+    for name in ESTIMATORS:
+        fn = jax.jit(jax.vmap(solve_problem(name)))
+        t0 = time.perf_counter()
+        finals, histories = [], []
+        compile_time = None
+        for start in range(0, n, chunk):
+            sl = slice(start, start + chunk)
+            args = [jax.tree.map(lambda x: x[sl], problems[k]) for k in ("mesh_a", "mesh_b", "pos", "quat", "t1", "t2")]
+            t_call = time.perf_counter()
+            final, history = fn(*args, keys[sl])
+            final.block_until_ready()
+            if compile_time is None:
+                compile_time = time.perf_counter() - t_call
+            finals.append(np.asarray(final))
+            histories.append(np.asarray(history))
+        total = time.perf_counter() - t0
+        finals = np.concatenate(finals)
+        histories = np.concatenate(histories)
+        print("  median cost at iterations 0,1,2,5,10,20,50:", " ".join(f"{np.median(histories[:, i]):.1e}" for i in (0, 1, 2, 5, 10, 20, 50)), flush=True)
+        results[name] = dict(
+            quantiles=quantiles(finals), seconds=total, first_chunk_seconds_incl_compile=compile_time,
+            median_history=np.median(histories, axis=0).tolist(),
+            nonfinite=int(np.sum(~np.isfinite(finals))),
+        )
+        q = results[name]["quantiles"]
+        print(f"{name:28s} " + "  ".join(f"{k}={v:.1e}" for k, v in q.items()) + f"   ({total:.0f} s)", flush=True)
+    return results
+
+
+# -- Table II: cost of one derivative -----------------------------------------------------------
+
+
+def timing_batch(batch, seed, colliding):
+    rng = np.random.default_rng(seed)
+    meshes_a, meshes_b, pos, quat = [], [], [], []
+    for _ in range(batch):
+        a, b = polyhedral_ellipsoid(rng), polyhedral_ellipsoid(rng)
+        ra, rb = float(a.bounding_radius()), float(b.bounding_radius())
+        d = rng.normal(size=3)
+        d /= np.linalg.norm(d)
+        scale = rng.uniform(0.2, 0.6) if colliding else rng.uniform(1.1, 1.5)
+        meshes_a.append(a)
+        meshes_b.append(b)
+        pos.append(d * (ra + rb) * scale)
+    stack = lambda items: jax.tree.map(lambda *xs: jnp.stack(xs), *items)  # noqa: E731
+    return stack(meshes_a), stack(meshes_b), jnp.asarray(np.array(pos)), jnp.asarray(random_quat(rng, batch))
+
+
+def time_call(fn, args, repeats):
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    compile_time = time.perf_counter() - t0
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - t0)
+    return compile_time, float(np.median(times))
+
+
+def run_table2(batch, repeats, seed):
+    rows = {}
+    for colliding in (True, False):
+        mesh_a, mesh_b, pos, quat = timing_batch(batch, seed + int(colliding), colliding)
+        zeros3 = jnp.zeros((batch, 3))
+        keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(batch))
+
+        def query(ma, mb, p, q, t1, t2, key):
+            return residual(jnp.zeros(6), ma, mb, jc.Transform(p, q), t1, t2)
+
+        variants = {"distance query": query}
+        for name in ESTIMATORS:
+            jac = jacobian_fn(name)
+            variants[name] = lambda ma, mb, p, q, t1, t2, key, jac=jac: jac(ma, mb, jc.Transform(p, q), t1, t2, key)
+        label = "collision" if colliding else "no collision"
+        d = np.asarray(jax.jit(jax.vmap(query))(mesh_a, mesh_b, pos, quat, zeros3, zeros3, keys))
+        sep = np.linalg.norm(d[:, 6:9], axis=1)
+        print(f"[{label}] pairs: {batch}, mean |x*| = {sep.mean():.3f} m", flush=True)
+        for name, fn in variants.items():
+            compile_time, t = time_call(jax.jit(jax.vmap(fn)), (mesh_a, mesh_b, pos, quat, zeros3, zeros3, keys), repeats)
+            rows.setdefault(name, {})[label] = dict(us_per_pair=1e6 * t / batch, compile_s=compile_time)
+            print(f"  {name:28s} {1e6 * t / batch:9.2f} µs/pair  (compile {compile_time:.1f} s)", flush=True)
+    return rows
+
+
+# -- report ------------------------------------------------------------------------------------
+
+
+def fmt(x):
+    return f"{x:.0e}" if x != 0 else "0"
+
+
+def write_report(path, args, table1, table2, problems_shape, elapsed, load_before, load_after):
+    lines = [
+        "# Collision derivatives: contact-pose benchmark (seed 000 Table I) and cost (Table II)",
+        "",
+        f"Command: `{' '.join(['python'] + sys.argv)}`",
+        "",
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"load average before {load_before[0]:.2f} / after {load_after[0]:.2f} (1-min; the machine is "
+        f"shared with other jobs, timings are inflated accordingly); jax {jax.__version__}, float64, CPU. "
+        f"Total run time {elapsed / 60:.1f} min.",
+        "",
+        f"## Table I — terminal cost C(q) after {ITERATIONS} Gauss–Newton iterations",
+        "",
+        f"Size: {problems_shape[0]} random 12-vertex polyhedral-ellipsoid pairs × {problems_shape[1]} "
+        f"target pairs = {problems_shape[0] * problems_shape[1]} problems "
+        + ("(the paper's size)." if args.full else "(reduced; `--full` runs the paper's 100 × 100)."),
+        "",
+        "| | " + " | ".join(table1) + " |",
+        "|---|" + "---|" * len(table1),
+        "| parameters | " + " | ".join(_params(n) for n in table1) + " |",
+    ]
+    for q in ("D1", "Q1", "median", "Q3", "D9"):
+        lines.append(f"| {q} | " + " | ".join(fmt(table1[n]["quantiles"][q]) for n in table1) + " |")
+    lines.append("| wall time (s) | " + " | ".join(f"{table1[n]['seconds']:.0f}" for n in table1) + " |")
+    fd_best = {q: min(table1[n]["quantiles"][q] for n in table1 if n.startswith("finite")) for q in ("Q3", "D9")}
+    lines += [
+        "",
+        "Ratio of the better finite-difference step's Q3 / D9 to each estimator's (target for the "
+        "1st-order estimators: ≥ 100):",
+        "",
+    ]
+    for n in table1:
+        if n.startswith("finite"):
+            continue
+        q = table1[n]["quantiles"]
+        ratio = lambda k: fd_best[k] / q[k] if q[k] > 0 else float("inf")  # noqa: E731
+        lines.append(f"- {n}: Q3 ×{ratio('Q3'):.3g}, D9 ×{ratio('D9'):.3g}")
+    lines += [
+        "",
+        "Median cost per iteration (iterations 0, 1, 2, 5, 10, 20, 50):",
+        "",
+        "| iteration | " + " | ".join(table1) + " |",
+        "|---|" + "---|" * len(table1),
+    ]
+    for it in (0, 1, 2, 5, 10, 20, 50):
+        lines.append(f"| {it} | " + " | ".join(fmt(table1[n]["median_history"][it]) for n in table1) + " |")
+    lines += [
+        "",
+        f"## Table II — cost of one derivative (µs per pair, batch {args.batch}, median of {args.repeats})",
+        "",
+        "Jacobian of the 9 residuals (witness points) w.r.t. the 6-D pose of B, batched with "
+        "`jax.jit(jax.vmap(...))`; compile time excluded (listed separately).",
+        "",
+        "| method | collision | no collision | × distance query (coll. / no coll.) | FD h=1e-6 ÷ method (coll. / no coll.) | compile (s) |",
+        "|---|---|---|---|---|---|",
+    ]
+    base = table2["distance query"]
+    fd = table2["finite differences h=1e-6"]
+    for n, row in table2.items():
+        c, s = row["collision"]["us_per_pair"], row["no collision"]["us_per_pair"]
+        lines.append(
+            f"| {n} | {c:.2f} | {s:.2f} | {c / base['collision']['us_per_pair']:.1f} / "
+            f"{s / base['no collision']['us_per_pair']:.1f} | {fd['collision']['us_per_pair'] / c:.1f} / "
+            f"{fd['no collision']['us_per_pair'] / s:.1f} | {row['collision']['compile_s']:.1f} |"
+        )
+    lines += [
+        "",
+        "Notes: noise parameters are in this library's units (`jc.collision.Smoothing`): the "
+        "1st-order Gaussian ε perturbs the *unit* support direction (the paper perturbs the "
+        "unnormalised separation vector, so its ε = 1e-3 is not comparable), the Gumbel ε is the "
+        "softmax temperature in units of the shape's bounding radius, the 0th-order ε perturbs "
+        "rotations in rad and translations in units of the pair size. The Gumbel closed form "
+        "runs over all 12 vertices, or over the depth-1 neighbourhood of the witness vertex "
+        "(`neighborhood=1`, the paper's n_l = 1). Noise values were picked by a small sweep on a "
+        "separate seed (1st-order Gaussian ε ∈ {0.1, 0.3, 0.5}; Gumbel ε ∈ {0.03, 0.1, 0.3, 1} "
+        "with and without the neighbourhood).",
+        "",
+        "Observation (measured on the sweep seed, 16 problems): the Gauss–Newton iteration is "
+        "deterministic given the Jacobian, so once the line search rejects a step at a pose the "
+        "same Jacobian is recomputed there and the run stays stuck. The stochastic estimators draw "
+        "fresh noise every iteration (key folded with the iteration) and escape: the 1st-order "
+        "Gaussian with ε = 0.1 reached Q3 = 2e-27 / D9 = 6e-21 with a fresh key per iteration "
+        "but Q3 = 2e-2 / D9 = 1e-1 with the same key at every iteration. The Gumbel closed form "
+        "is deterministic and, with this line search, behaves like the fixed-key case.",
+        "",
+    ]
+    Path(path).write_text("\n".join(lines))
+    Path(path).with_suffix(".json").write_text(json.dumps(dict(table1=table1, table2=table2), indent=1))
+
+
+def _params(name):
+    kind, p = ESTIMATORS[name]
+    if kind == "fd":
+        return f"M = 12, h = {p['step']:g}"
+    if p["distribution"] == "gumbel" and p["order"] == 1:
+        depth = "all vertices" if p.get("neighborhood") is None else f"n_l = {p['neighborhood']}"
+        return f"closed form, {depth}, ε = {p['noise']:g}"
+    return f"M = {p['num_samples']}, ε = {p['noise']:g}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="paper size: 100 pairs × 100 targets")
+    parser.add_argument("--pairs", type=int, default=16)
+    parser.add_argument("--targets", type=int, default=8)
+    parser.add_argument("--chunk", type=int, default=128, help="problems per compiled call")
+    parser.add_argument("--batch", type=int, default=256, help="Table II batch size")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip-table1", action="store_true")
+    parser.add_argument("--skip-table2", action="store_true")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "collision_gradients.md"))
+    args = parser.parse_args()
+    if args.full:
+        args.pairs, args.targets = 100, 100
+    load_before = os.getloadavg()
+    t0 = time.perf_counter()
+    print(f"Table I: {args.pairs} pairs × {args.targets} targets", flush=True)
+    problems = make_problems(args.pairs, args.targets, args.seed)
+    table1 = {} if args.skip_table1 else run_table1(problems, args.seed, min(args.chunk, args.pairs * args.targets))
+    print("Table II", flush=True)
+    table2 = {} if args.skip_table2 else run_table2(args.batch, args.repeats, args.seed + 1000)
+    if table1 and table2:
+        write_report(args.out, args, table1, table2, (args.pairs, args.targets), time.perf_counter() - t0, load_before, os.getloadavg())
+        print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
