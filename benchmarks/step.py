@@ -1,0 +1,290 @@
+"""Simulation throughput: env-steps/s of ``jc.step`` next to MJX and MuJoCo C on the same compiled
+model, in the same run (issue 5).
+
+Scenes (one ``mujoco.MjModel`` each, handed to all three engines — ours through
+``jc.io.from_mjmodel``, MJX through ``mjx.put_model``, MuJoCo C as is):
+
+* ``box``       — one 0.1 m cube dropped 0.1 mm onto a plane (in contact from the first steps);
+* ``tower``     — ten 0.1 m cubes stacked with 1 mm gaps (``jc.scenes.box_tower``);
+* ``humanoid``  — MJX's own benchmark humanoid (``mujoco/mjx/test_data/humanoid/humanoid.xml``,
+  its tuned solver options; 21 motors, zero controls) — needs the ``bench`` extra;
+* ``panda``     — the Franka Panda URDF of ``example-robot-data`` on a floor, self-collision off;
+* ``go2``       — the Unitree Go2 URDF (floating base at 0.45 m) on a floor, self-collision off.
+
+Each engine advances ``batch`` environments ``steps`` steps from the same initial state. Ours and
+MJX run one ``jit(vmap(scan(step)))`` (the first call is reported as compile time, then the median
+of ``--repeats`` calls, blocked on the result); MuJoCo C runs ``mujoco.rollout`` on one thread.
+The physics differ on purpose: we solve hard NCP contact with ADMM (default options, float64
+here), MuJoCo / MJX their soft-contact convex model with their Newton / CG solver — compare
+throughput, not trajectories. Our mean solver iterations and max criterion are reported too.
+
+    pip install -e ".[test,bench]"
+    python benchmarks/step.py --quick     # batch 1 and 32, ~10 minutes on 2 loaded cores
+    python benchmarks/step.py             # batch 1, 32, 256, 1024
+
+Writes ``benchmarks/results/step.json`` and ``step.md`` (``step_quick.*`` with ``--quick``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+# One core for every engine unless --all-cores: XLA:CPU hands work between its pool threads inside
+# loops, and on a shared machine each handoff can wait a scheduler quantum — measured here under
+# load 6 on 2 cores, one tower contact stage took 1.1 s on two cores and 4.3 ms pinned to one.
+# Pinning (before JAX starts its threads) makes runs comparable; MuJoCo C runs one thread anyway.
+if "--all-cores" not in sys.argv:
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)  # a script, not the library
+
+import mujoco  # noqa: E402
+
+import jaxsim_contact as jc  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+
+
+# ---- scenes: one MjModel per scene --------------------------------------------------------------
+
+def _compile_text(text: str, name: str):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{name}.xml"
+        path.write_text(text)
+        return jc.io.compile_spec(jc.io.prepare_spec(path), path)
+
+
+def _robot(file: str, floating_base: bool = False, **kwargs):
+    """A URDF robot with a floor plane and every same-tree body pair excluded (self-collision off,
+    as in the pipeline's robot tests)."""
+    from jaxsim_contact.io.urdf import default_package_dirs
+
+    root = next(d for d in default_package_dirs() if d.name == "robots")
+    path = root / file
+    spec = jc.io.prepare_spec(path, floating_base=floating_base, **kwargs)
+    spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[10, 10, 0.1],
+                            friction=[1.0, 0.005, 0.0001])
+    bodies = [b.name for b in spec.bodies if b.name != "world"]
+    for i, a in enumerate(bodies):
+        for b in bodies[i + 1:]:
+            spec.add_exclude(bodyname1=a, bodyname2=b)
+    return jc.io.compile_spec(spec, path)
+
+
+def scenes() -> dict:
+    """name -> (MjModel, initial qpos)."""
+    out = {}
+    box = _compile_text(jc.scenes.box_tower(count=1, gap=1e-4), "box")
+    out["box"] = (box, box.qpos0.copy())
+    tower = _compile_text(jc.scenes.box_tower(count=10, gap=1e-3), "tower")
+    out["tower"] = (tower, tower.qpos0.copy())
+    try:
+        import mujoco.mjx as mjx_module
+
+        path = Path(mjx_module.__file__).parent / "test_data" / "humanoid" / "humanoid.xml"
+        humanoid = jc.io.compile_mjmodel(path)
+        q0 = humanoid.key_qpos[0].copy() if humanoid.nkey else humanoid.qpos0.copy()
+        out["humanoid"] = (humanoid, q0)
+    except ImportError:
+        print("humanoid skipped: mujoco-mjx is not installed (pip install -e '.[bench]')")
+    panda = _robot("panda_description/urdf/panda.urdf", ignore_equality=True)
+    q0 = panda.qpos0.copy()
+    limited = panda.jnt_limited.astype(bool)
+    q0[panda.jnt_qposadr[limited]] = np.clip(q0[panda.jnt_qposadr[limited]], panda.jnt_range[limited, 0],
+                                             panda.jnt_range[limited, 1])
+    out["panda"] = (panda, q0)
+    go2 = _robot("go2_description/urdf/go2.urdf", floating_base=True)
+    q0 = go2.qpos0.copy()
+    q0[2] = 0.45
+    out["go2"] = (go2, q0)
+    return out
+
+
+# ---- engines ------------------------------------------------------------------------------------
+
+def _median_time(fn, repeats: int):
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(fn())
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn())
+        times.append(time.perf_counter() - t0)
+    steady = float(np.median(times))
+    return steady, max(first - steady, 0.0), out
+
+
+def bench_ours(mj, q0, batch: int, steps: int, repeats: int):
+    model = jc.io.from_mjmodel(mj)
+    state = jc.init(model, q=jnp.asarray(q0))
+    states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), state)
+    ctrl = jnp.zeros((model.nu,))
+
+    def run(s):
+        def body(carry, _):
+            s, iters, worst = carry
+            s = jc.step(model, s, ctrl)
+            return (s, iters + s.contact.iterations, jnp.maximum(worst, s.contact.residual)), None
+
+        zero = jnp.zeros((), jnp.int32), jnp.zeros((), s.q.dtype)
+        (s, iters, worst), _ = jax.lax.scan(body, (s, *zero), None, length=steps)
+        return s.q, iters, worst
+
+    fn = jax.jit(jax.vmap(run))
+    steady, compile_s, (q, iters, worst) = _median_time(lambda: fn(states), repeats)
+    finite = bool(np.all(np.isfinite(np.asarray(q))))
+    return dict(seconds=steady, compile_s=compile_s, env_steps_per_s=batch * steps / steady,
+                mean_iterations=float(np.mean(iters)) / steps, max_residual=float(np.max(worst)),
+                finite=finite)
+
+
+def bench_mjx(mj, q0, batch: int, steps: int, repeats: int):
+    from mujoco import mjx
+
+    mx = mjx.put_model(mj)
+    data = mjx.make_data(mx).replace(qpos=jnp.asarray(q0))
+    datas = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), data)
+
+    def run(d):
+        d, _ = jax.lax.scan(lambda d, _: (mjx.step(mx, d), None), d, None, length=steps)
+        return d.qpos
+
+    fn = jax.jit(jax.vmap(run))
+    steady, compile_s, q = _median_time(lambda: fn(datas), repeats)
+    return dict(seconds=steady, compile_s=compile_s, env_steps_per_s=batch * steps / steady,
+                finite=bool(np.all(np.isfinite(np.asarray(q)))))
+
+
+def bench_mujoco_c(mj, q0, batch: int, steps: int, repeats: int):
+    from mujoco import rollout
+
+    data = mujoco.MjData(mj)
+    data.qpos[:] = q0
+    mujoco.mj_forward(mj, data)
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    state = np.empty(mujoco.mj_stateSize(mj, spec))
+    mujoco.mj_getState(mj, data, state, spec)
+    initial = np.tile(state, (batch, 1))
+    control = np.zeros((batch, steps, mj.nu))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out, _ = rollout.rollout(mj, data, initial, control, nstep=steps)
+        times.append(time.perf_counter() - t0)
+    steady = float(np.median(times))
+    return dict(seconds=steady, compile_s=0.0, env_steps_per_s=batch * steps / steady,
+                finite=bool(np.all(np.isfinite(out))))
+
+
+# ---- driver -------------------------------------------------------------------------------------
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="batch 1 and 32 only")
+    parser.add_argument("--batches", type=int, nargs="*", default=None)
+    parser.add_argument("--scenes", nargs="*", default=None)
+    parser.add_argument("--steps", type=int, default=50, help="steps per timed call")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--all-cores", action="store_true", help="do not pin the process to one core")
+    parser.add_argument("--max-seconds", type=float, default=60.0,
+                        help="skip an engine's larger batches once one call would exceed this (MJX on "
+                             "meshes: 16 s per 20-step call at batch 1 for the Panda)")
+    args = parser.parse_args(argv)
+    batches = args.batches or ([1, 32] if args.quick else [1, 32, 256, 1024])
+    try:
+        import mujoco.mjx  # noqa: F401
+        have_mjx = True
+    except ImportError:
+        have_mjx = False
+        print("MJX columns skipped: mujoco-mjx is not installed (pip install -e '.[bench]')")
+    meta = dict(date=time.strftime("%Y-%m-%d %H:%M"), machine=platform.machine(), cpus=os.cpu_count(),
+                jax=jax.__version__, mujoco=mujoco.__version__, steps=args.steps, repeats=args.repeats,
+                cores_used=len(os.sched_getaffinity(0)),
+                loadavg_start=[round(x, 2) for x in os.getloadavg()])
+    rows = []
+    stem = "step_quick" if args.quick else "step"
+    out_dir = HERE / "results"
+    out_dir.mkdir(exist_ok=True)
+    all_scenes = scenes()
+    for name, (mj, q0) in all_scenes.items():
+        if args.scenes and name not in args.scenes:
+            continue
+        too_slow = {}  # engine -> seconds per call at a smaller batch
+        for batch in batches:
+            row = dict(scene=name, batch=batch, nv=int(mj.nv))
+            engines = [("ours", bench_ours), ("mujoco_c", bench_mujoco_c)]
+            if have_mjx:
+                engines.append(("mjx", bench_mjx))
+            for engine, fn in engines:
+                if engine in too_slow:
+                    row[engine] = dict(error=f"skipped: {too_slow[engine]:.1f} s per call at a smaller batch")
+                    continue
+                try:
+                    row[engine] = fn(mj, q0, batch, args.steps, args.repeats)
+                    if row[engine]["seconds"] * max(batches) / batch > args.max_seconds:
+                        too_slow[engine] = row[engine]["seconds"]
+                except Exception as err:  # a peer that cannot run a scene is reported, not fatal
+                    row[engine] = dict(error=f"{type(err).__name__}: {err}"[:300])
+                print(name, batch, engine, {k: (round(v, 4) if isinstance(v, float) else v)
+                                            for k, v in row[engine].items()}, flush=True)
+            rows.append(row)
+            # written after every row, so an interrupted run keeps what it measured
+            meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+            (out_dir / f"{stem}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
+            (out_dir / f"{stem}.md").write_text(markdown(meta, rows, argv))
+    print((out_dir / f"{stem}.md").read_text())
+
+
+def _rate(r):
+    return r.get("env_steps_per_s") if isinstance(r, dict) else None
+
+
+def markdown(meta, rows, argv) -> str:
+    lines = [
+        "# Step throughput: jaxsim_contact vs MJX vs MuJoCo C",
+        "",
+        f"`python benchmarks/step.py {' '.join(argv or [])}` — {meta['date']}, {meta['cpus']} CPUs "
+        f"({meta['machine']}; process pinned to {meta['cores_used']}), jax {meta['jax']}, mujoco {meta['mujoco']}, {meta['steps']} steps per "
+        f"call, median of {meta['repeats']}; load average {meta['loadavg_start']} → {meta['loadavg_end']}.",
+        "Float64. Ours: hard NCP contact, ADMM (default options). MJX / MuJoCo C: their soft "
+        "contact and solver options from the same model. MuJoCo C: one thread (`mujoco.rollout`); ours and MJX in the same pinned process.",
+        "",
+        "| scene | nv | batch | ours env-steps/s | MJX env-steps/s | MuJoCo C env-steps/s | ours / MJX | "
+        "ours / MuJoCo C | compile ours / MJX (s) | ours mean iters | ours max criterion |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        ours, mjx, c = r.get("ours", {}), r.get("mjx", {}), r.get("mujoco_c", {})
+
+        def fmt(x):
+            return "error" if x is None else f"{x:,.0f}"
+
+        ratio = lambda a, b: "—" if a is None or b is None else f"{a / b:.2f}"  # noqa: E731
+        lines.append(
+            f"| {r['scene']} | {r['nv']} | {r['batch']} | {fmt(_rate(ours))} | "
+            f"{fmt(_rate(mjx)) if mjx else '—'} | {fmt(_rate(c))} | {ratio(_rate(ours), _rate(mjx))} | "
+            f"{ratio(_rate(ours), _rate(c))} | {ours.get('compile_s', float('nan')):.1f} / "
+            f"{mjx.get('compile_s', float('nan')):.1f} | {ours.get('mean_iterations', float('nan')):.1f} | "
+            f"{ours.get('max_residual', float('nan')):.1e} |")
+    errors = [(r["scene"], r["batch"], k, v["error"]) for r in rows for k, v in r.items()
+              if isinstance(v, dict) and "error" in v]
+    if errors:
+        lines += ["", "Errors:", ""] + [f"- {s} batch {b} {k}: {e}" for s, b, k, e in errors]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
