@@ -152,6 +152,10 @@ def _default_solver():
     return ADMM(formulation="ncp", max_iterations=100, tolerance=1e-6, factorization="cholesky")
 
 
+#: Values of :attr:`Options.gradient` ("smoothed" is reserved and not implemented yet).
+GRADIENT_MODES = ("implicit", "unrolled")
+
+
 def _scalar(value) -> jax.Array:
     return jnp.asarray(value, dtype=jnp.result_type(float))
 
@@ -182,6 +186,27 @@ class Options(eqx.Module):
         than slots sets ``ErrorFlag.CONTACT_BUDGET_OVERFLOW`` and keeps the deepest ones.
       enable_contacts, enable_joint_limits: switch the two constraint families off (MuJoCo's
         ``<flag contact="disable"/>`` and ``limit="disable"``).
+      gradient: how derivatives of the contact forces are computed when ``jax.grad`` /
+        ``jax.jacfwd`` / ``jax.jvp`` / ``jax.vjp`` go through :func:`jaxsim_contact.step` or
+        :func:`jaxsim_contact.rollout` (passed to :func:`jaxsim_contact.contact.solve`; the
+        forward values do not depend on it, up to the solver tolerance):
+
+        * ``"implicit"`` (default): the solver loop is not differentiated; the force carries the
+          mode-aware implicit rule of seed 004 §III-B (breaking / sticking / sliding; KKT
+          counterparts for CCP and LCP), a ``custom_jvp`` whose tangent is one linear solve, so
+          forward and reverse mode both work. It is the derivative of the current contact mode:
+          at a mode switch within the step (make/break, stick/slip) it is one of the one-sided
+          derivatives. Not available for ``Raisim`` (differentiating raises
+          ``NotImplementedError``).
+        * ``"unrolled"``: autodiff through exactly ``solver.max_iterations`` solver iterations
+          (``lax.scan``; converged iterates frozen). The forward pass then always costs
+          ``max_iterations`` iterations and reverse mode stores all of them; the derivative is
+          that of the iterations taken (a warm start already at the solution gives zero).
+        * ``"smoothed"`` (relaxed complementarity / randomized smoothing of the step) is not
+          implemented yet: ``NotImplementedError`` at construction.
+
+        Anything else raises ``ValueError`` at construction, as does ``"unrolled"`` with a solver
+        that has no fixed iteration cap (a positive int ``max_iterations``).
     """
 
     dt: jax.Array
@@ -196,6 +221,7 @@ class Options(eqx.Module):
     contact_budget: int | None = eqx.field(static=True, default=None)
     enable_contacts: bool = eqx.field(static=True, default=True)
     enable_joint_limits: bool = eqx.field(static=True, default=True)
+    gradient: str = eqx.field(static=True, default="implicit")
 
     def __check_init__(self):
         from .contact.solve import ContactSolver
@@ -207,6 +233,21 @@ class Options(eqx.Module):
                 "Options.solver must be a contact solver module (e.g. jc.contact.ADMM('ncp')), "
                 f"got {type(self.solver).__name__}"
             )
+        if self.gradient == "smoothed":
+            raise NotImplementedError(
+                "Options.gradient='smoothed' (relaxed complementarity / randomized smoothing of "
+                "the step, issue #6) is not implemented yet; use 'implicit' or 'unrolled'"
+            )
+        if not isinstance(self.gradient, str) or self.gradient not in GRADIENT_MODES:
+            raise ValueError(
+                f"Options.gradient must be one of {GRADIENT_MODES}, got {self.gradient!r}")
+        if self.gradient == "unrolled":
+            cap = getattr(self.solver, "max_iterations", None)
+            if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < 1:
+                raise ValueError(
+                    "Options.gradient='unrolled' needs a solver with a fixed iteration cap "
+                    f"(a positive int max_iterations); {type(self.solver).__name__} has "
+                    f"max_iterations={cap!r}")
         if self.contact_budget is not None and (
             not isinstance(self.contact_budget, int) or self.contact_budget < 1
         ):
