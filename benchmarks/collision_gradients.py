@@ -310,7 +310,9 @@ def write_report(path, args, table1, table2, problems_shape, elapsed, load_befor
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"load average before {load_before[0]:.2f} / after {load_after[0]:.2f} (1-min; the machine is "
         f"shared with other jobs, timings are inflated accordingly); jax {jax.__version__}, float64, CPU. "
-        f"Total run time {elapsed / 60:.1f} min.",
+        f"Run time of this invocation {elapsed / 60:.1f} min."
+        + (f" Table I was taken from `{args.resume}` (an earlier run of the same command without "
+           "`--resume`; see the run notes at the end)." if args.resume else ""),
         "",
         f"## Table I — terminal cost C(q) after {ITERATIONS} Gauss–Newton iterations",
         "",
@@ -346,7 +348,7 @@ def write_report(path, args, table1, table2, problems_shape, elapsed, load_befor
         "|---|" + "---|" * len(table1),
     ]
     for it in (0, 1, 2, 5, 10, 20, 50):
-        lines.append(f"| {it} | " + " | ".join(fmt(table1[n]["median_history"][it]) for n in table1) + " |")
+        lines.append(f"| {it} | " + " | ".join(fmt(_history(table1[n], it)) for n in table1) + " |")
     lines += [
         "",
         f"## Table II — cost of one derivative (µs per pair, batch {args.batch}, median of {args.repeats})",
@@ -391,6 +393,11 @@ def write_report(path, args, table1, table2, problems_shape, elapsed, load_befor
     Path(path).with_suffix(".json").write_text(json.dumps(dict(table1=table1, table2=table2), indent=1))
 
 
+def _history(row, it):
+    history = row["median_history"]
+    return history[str(it)] if isinstance(history, dict) else history[it]
+
+
 def _params(name):
     kind, p = ESTIMATORS[name]
     if kind == "fd":
@@ -412,6 +419,7 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-table1", action="store_true")
     parser.add_argument("--skip-table2", action="store_true")
+    parser.add_argument("--resume", help="take Table I from this JSON (written by an earlier run) and run Table II only")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "collision_gradients.md"))
     args = parser.parse_args()
     if args.full:
@@ -419,8 +427,16 @@ def main():
     load_before = os.getloadavg()
     t0 = time.perf_counter()
     print(f"Table I: {args.pairs} pairs × {args.targets} targets", flush=True)
-    problems = make_problems(args.pairs, args.targets, args.seed)
-    table1 = {} if args.skip_table1 else run_table1(problems, args.seed, min(args.chunk, args.pairs * args.targets))
+    if args.resume:
+        saved = json.loads(Path(args.resume).read_text())
+        table1 = saved["table1"]
+        args.pairs, args.targets = saved.get("size", (args.pairs, args.targets))
+    else:
+        problems = make_problems(args.pairs, args.targets, args.seed)
+        table1 = {} if args.skip_table1 else run_table1(problems, args.seed, min(args.chunk, args.pairs * args.targets))
+        # saved before Table II so that a long Table II can be rerun alone (--resume)
+        Path(args.out).with_suffix(".table1.json").write_text(
+            json.dumps(dict(table1=table1, size=(args.pairs, args.targets)), indent=1))
     print("Table II", flush=True)
     table2 = {} if args.skip_table2 else run_table2(args.batch, args.repeats, args.seed + 1000)
     if table1 and table2:
