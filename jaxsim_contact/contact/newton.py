@@ -15,12 +15,15 @@ With ``y(v) = −R⁻¹ (A v + g)`` and ``D = R^{1/2}``::
     ∇ℓ    = v − Aᵀ λ(v)                         (Alg. 4 line 2)
     H     = I + Aᵀ D⁻¹ ∂P_{K'} D⁻¹ A             (line 3)
 
-Line search (line 5): exact, by bisection on the derivative of the convex piecewise-quadratic
-``φ(α) = ℓ(v + α Δv)`` (as MuJoCo and Drake do). ``φ'(α) = (v + αΔv)·Δv − λ(v + αΔv)·(A Δv)`` costs
+Line search (line 5), ``line_search="exact"`` (default): bisection on the derivative of the convex
+piecewise-quadratic ``φ(α) = ℓ(v + α Δv)`` (as MuJoCo and Drake do). ``φ'(α) = (v + αΔv)·Δv − λ(v + αΔv)·(A Δv)`` costs
 one cone projection per trial, the bracket ``[0, 2^k]`` is doubled until ``φ'`` turns positive,
 then ``line_search_steps`` bisections. (Armijo backtracking with ``β = 0.8`` — the seed's
 implementation — failed here: with ``R`` at its floor, ``H`` spans ~1e9 and no trial step of
 ``0.8^k, k < 30`` decreased ``ℓ`` near the solution of a 2-box tower, which then exploded.)
+``line_search="armijo"`` keeps the seed's Alg. 4 line 5 — Armijo backtracking ``α ∈ {1, β, β², …}``,
+``c = 1e-4``, ``β = 0.8``, all trials evaluated at once, the largest admissible kept — except that
+the iterate does not move when no trial is admissible (the objective never increases).
 
 Compliance must be positive (the primal is "viable only when R is non-null"): rows with
 ``R < min_compliance × tr(G)/3n`` are raised to that floor. The per-contact tangential compliance is
@@ -56,19 +59,32 @@ class PrimalNewton(ContactSolver):
       max_iterations: static Newton iteration cap.
       tolerance: dynamic; stop when the CCP ``ε_abs`` (without De Saxcé) at ``λ(v)`` is ``≤``.
       min_compliance: dynamic relative floor for ``R`` (see module docstring), default 1e-9.
-      line_search_steps: static number of bisections of the exact line search (default 40).
+      line_search: static ``"exact"`` (default) or ``"armijo"`` (see the module docstring).
+      line_search_steps: static number of bisections (exact) or of backtracking trials (Armijo);
+        default 40.
+      armijo: dynamic sufficient-decrease constant ``c`` (1e-4); backtracking: dynamic ``β`` (0.8)
+        (Armijo only).
     """
 
     max_iterations: int = eqx.field(static=True)
     line_search_steps: int = eqx.field(static=True)
     tolerance: jax.Array
     min_compliance: jax.Array
+    armijo: jax.Array
+    backtracking: jax.Array
+    line_search: str = eqx.field(static=True, default="exact")
     formulation: str = eqx.field(static=True, default="ccp")
 
     def __init__(self, max_iterations: int = 100, tolerance=1e-6, min_compliance=1e-9,
-                 line_search_steps: int = 40):
+                 line_search: str = "exact", line_search_steps: int = 40, armijo=1e-4,
+                 backtracking=0.8):
         if int(max_iterations) < 1 or int(line_search_steps) < 1:
             raise ValueError("max_iterations and line_search_steps must be >= 1")
+        if line_search not in ("exact", "armijo"):
+            raise ValueError(f"line_search must be 'exact' or 'armijo', got {line_search!r}")
+        self.line_search = line_search
+        self.armijo = jnp.asarray(armijo)
+        self.backtracking = jnp.asarray(backtracking)
         self.max_iterations = int(max_iterations)
         self.line_search_steps = int(line_search_steps)
         self.tolerance = jnp.asarray(tolerance)
@@ -127,7 +143,10 @@ class PrimalNewton(ContactSolver):
         L = jnp.linalg.cholesky(H)
         dv = -jax.scipy.linalg.cho_solve((L, True), grad)
         dv = jnp.where(jnp.all(jnp.isfinite(dv)), dv, -grad)
-        alpha = self._line_search(problem, state, v, dv)
+        if self.line_search == "exact":
+            alpha = self._line_search(problem, state, v, dv)
+        else:
+            alpha = self._armijo(problem, state, v, dv, grad @ dv)
         v_new = v + alpha * dv
         return eqx.tree_at(lambda s: (s.v, s.force), state,
                            (v_new, self._force(problem, state, v_new)))
@@ -162,6 +181,16 @@ class PrimalNewton(ContactSolver):
 
         lo, hi = jax.lax.fori_loop(0, self.line_search_steps, bisect, (jnp.zeros((), dtype), hi))
         return jnp.where(descent, 0.5 * (lo + hi), 0.0)
+
+    def _armijo(self, problem, state, v, dv, slope):
+        """Largest ``β^k`` with ``ℓ(v + β^k Δv) ≤ ℓ(v) + c β^k slope`` (seed 001 Alg. 4 line 5),
+        0 if none (see the module docstring)."""
+        dtype = v.dtype
+        f0 = self._objective(problem, state, v)
+        alphas = jnp.asarray(self.backtracking, dtype) ** jnp.arange(self.line_search_steps, dtype=dtype)
+        fs = jax.vmap(lambda a: self._objective(problem, state, v + a * dv))(alphas)
+        ok = fs <= f0 + jnp.asarray(self.armijo, dtype) * alphas * slope
+        return jnp.where(jnp.any(ok), alphas[jnp.argmax(ok)], 0.0)
 
     def criterion(self, problem, state):
         return criterion(problem, state.force, "ccp")

@@ -94,6 +94,19 @@ def test_primal_newton_reaches_1e6_with_compliance(n, nv):
     np.testing.assert_allclose(sol.force, ref.force, atol=1e-5 * (1 + np.abs(ref.force).max()))
 
 
+def test_primal_newton_armijo_line_search_of_the_seed():
+    """Seed 001 Alg. 4 with Armijo backtracking (line_search="armijo") also reaches 1e-6 on the
+    compliant problems, and matches the exact-line-search solution."""
+    p = compliant_batch(7, None)
+    armijo = run(C.PrimalNewton(max_iterations=200, tolerance=1e-6, line_search="armijo"), p)
+    exact = run(C.PrimalNewton(max_iterations=200, tolerance=1e-6), p)
+    crit = jax.vmap(lambda q, f: C.criterion(q, f, "ccp"))(p, armijo.force)
+    assert np.all(np.asarray(armijo.converged)) and np.all(np.asarray(crit) <= 1e-6)
+    np.testing.assert_allclose(armijo.force, exact.force, atol=1e-5 * (1 + np.abs(exact.force).max()))
+    with pytest.raises(ValueError, match="line_search"):
+        C.PrimalNewton(line_search="wolfe")
+
+
 @pytest.mark.parametrize("n,nv", [(1, None), (7, None), (64, None)])
 @pytest.mark.parametrize("form", ["lcp", "ccp", "ncp"])
 def test_pgs_reaches_1e5_on_well_conditioned(form, n, nv):
