@@ -219,28 +219,26 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
 
         solver = ADMM(formulation="ncp")
     unrolled = gradient == "unrolled"
+    safe, finite = sanitize_problem(problem)
     if unrolled:
         solver = _unrolled_solver(solver)
-        loop_problem, loop_solver, loop_warm = problem, solver, warm_start
+        loop_safe, loop_solver, loop_warm = safe, solver, warm_start
     else:
         # The loop is never differentiated: derivatives come from the implicit rule below.
-        loop_problem, loop_solver, loop_warm = jax.lax.stop_gradient(
-            (problem, solver, warm_start))
-    safe, finite = sanitize_problem(loop_problem)
-    warm_force, warm_rho = _warm(loop_problem, loop_warm)
+        loop_safe, loop_solver, loop_warm = jax.lax.stop_gradient((safe, solver, warm_start))
+    warm_force, warm_rho = _warm(problem, loop_warm)
     warm_force = jnp.where(jnp.repeat(problem.active, 3).reshape(-1, 3), warm_force, 0.0)
-    state0 = loop_solver.init(safe, warm_force, warm_rho)
-    crit0 = loop_solver.criterion(safe, state0)
-    state, iters, done, crit = _iterate(loop_solver, safe, state0, crit0, unrolled)
+    state0 = loop_solver.init(loop_safe, warm_force, warm_rho)
+    crit0 = loop_solver.criterion(loop_safe, state0)
+    state, iters, done, crit = _iterate(loop_solver, loop_safe, state0, crit0, unrolled)
 
-    force = loop_solver.force(safe, state)
+    force = loop_solver.force(loop_safe, state)
     ok = finite & jnp.all(jnp.isfinite(force))
     mask = jnp.repeat(problem.active, 3).reshape(-1, 3) & ok
     force = jnp.where(mask, force, 0.0)
     if not unrolled:
         # Attach the implicit derivative; sanitising outside the rule masks the tangents of
         # inactive contacts and of non-finite problems by `where` (no NaN can leak).
-        safe, _ = sanitize_problem(problem)
         force = implicit_force(
             solver.formulation, safe.delassus, safe.free_velocity, safe.friction,
             safe.compliance, safe.active, force,
