@@ -51,3 +51,23 @@ def _release_compiled_executables():
 
     jax.clear_caches()
     gc.collect()
+
+
+@pytest.fixture
+def run_notebook(monkeypatch):
+    """``run_notebook(path) -> outputs``: execute a notebook at small size (``JC_NOTEBOOK_SMALL=1``)
+    in its own folder, assert that no cell raised, return every code cell's outputs."""
+
+    def run(path):
+        import nbformat
+        from nbclient import NotebookClient
+
+        monkeypatch.setenv("JC_NOTEBOOK_SMALL", "1")
+        nb = nbformat.read(path, as_version=4)
+        NotebookClient(nb, timeout=600, kernel_name="python3",
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+        assert not [o for o in outputs if o.get("output_type") == "error"]
+        return outputs
+
+    return run
