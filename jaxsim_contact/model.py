@@ -152,10 +152,6 @@ def _default_solver():
     return ADMM(formulation="ncp", max_iterations=100, tolerance=1e-6, factorization="cholesky")
 
 
-#: Values of :attr:`Options.gradient` ("smoothed" is reserved and not implemented yet).
-GRADIENT_MODES = ("implicit", "unrolled")
-
-
 def _scalar(value) -> jax.Array:
     return jnp.asarray(value, dtype=jnp.result_type(float))
 
@@ -238,9 +234,11 @@ class Options(eqx.Module):
                 "Options.gradient='smoothed' (relaxed complementarity / randomized smoothing of "
                 "the step, issue #6) is not implemented yet; use 'implicit' or 'unrolled'"
             )
-        if not isinstance(self.gradient, str) or self.gradient not in GRADIENT_MODES:
+        from .contact.implicit import GRADIENTS
+
+        if not isinstance(self.gradient, str) or self.gradient not in GRADIENTS:
             raise ValueError(
-                f"Options.gradient must be one of {GRADIENT_MODES}, got {self.gradient!r}")
+                f"Options.gradient must be one of {GRADIENTS}, got {self.gradient!r}")
         if self.gradient == "unrolled":
             cap = getattr(self.solver, "max_iterations", None)
             if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < 1:
