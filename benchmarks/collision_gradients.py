@@ -51,6 +51,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jaxsim_contact as jc  # noqa: E402
+from jaxsim_contact.dynamics.integration import quat_exp_increment  # noqa: E402
 from jaxsim_contact.math import quat_mul, quat_normalize  # noqa: E402
 
 Smoothing = jc.collision.Smoothing
@@ -120,12 +121,8 @@ def make_problems(num_pairs, num_targets, seed):
 
 
 def expq(v):
-    th2 = jnp.dot(v, v)
-    small = th2 < 1e-12
-    th = jnp.sqrt(jnp.where(small, 1.0, th2))
-    s = jnp.where(small, 0.5 - th2 / 48.0, jnp.sin(0.5 * th) / th)
-    c = jnp.where(small, 1.0 - th2 / 8.0, jnp.cos(0.5 * th))
-    return jnp.concatenate([c[None], s * v])
+    """Unit quaternion of a rotation vector (the integrator's exponential map)."""
+    return quat_exp_increment(v, 1.0)
 
 
 def retract(pose, xi):

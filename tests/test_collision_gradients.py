@@ -19,6 +19,7 @@ import pytest
 import trimesh
 
 import jaxsim_contact as jc
+from jaxsim_contact.dynamics.integration import quat_exp_increment
 from jaxsim_contact.collision.smoothing import local_support_hessian
 
 Smoothing = jc.collision.Smoothing
@@ -26,13 +27,8 @@ FD_STEP = 1e-6
 
 
 def expq(v):
-    """Unit quaternion of a rotation vector, smooth at 0 (sinc form)."""
-    th2 = jnp.dot(v, v)
-    small = th2 < 1e-12
-    th = jnp.sqrt(jnp.where(small, 1.0, th2))
-    s = jnp.where(small, 0.5 - th2 / 48.0, jnp.sin(0.5 * th) / th)
-    c = jnp.where(small, 1.0 - th2 / 8.0, jnp.cos(0.5 * th))
-    return jnp.concatenate([c[None], s * v])
+    """Unit quaternion of a rotation vector (the integrator's exponential map)."""
+    return quat_exp_increment(v, 1.0)
 
 
 def poses(x):
