@@ -73,7 +73,7 @@ class HTMLReplay(str):
 
 @lru_cache(maxsize=None)
 def _static(name: str) -> str:
-    return resources.files(__package__).joinpath("static", name).read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath("static").joinpath(name).read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=None)

@@ -62,7 +62,9 @@ def contact_force_series(model, trajectory, env_id=None, batch_axis: int = 0) ->
         not (see :func:`select_env`); env_id, batch_axis: as in :func:`select_env`.
     Returns:
       dict of ``(T,)`` arrays: ``time`` (s); ``normal``: sum of the normal forces over the active
-      contact slots (N); ``friction``: sum of the tangential force magnitudes (N);
+      contact slots (N); ``friction``: sum of the tangential force magnitudes (N) —
+      self-cancelling internal forces count too (forces at stiction are not unique: a resting
+      cube's corners may pull against each other, seed 001 §IV-A);
       ``num_active``: active contact slots; ``penetration``: deepest penetration (m).
       Joint-limit slots are excluded (they follow the contact slots, DESIGN §2 stage 6).
     Raises:
@@ -142,6 +144,7 @@ def plot_contact_forces(model, trajectory, env_id=None, ax=None, batch_axis: int
     twin.step(series["time"], series["num_active"], where="post", color="#999999", lw=0.8,
               label="active contacts")
     twin.set_ylabel("active contacts")
+    twin.set_ylim(0, 1.15 * max(1, int(np.max(series["num_active"]))))
     lines = ax.get_legend_handles_labels()
     more = twin.get_legend_handles_labels()
     ax.legend(lines[0] + more[0], lines[1] + more[1], loc="upper right", fontsize="small")

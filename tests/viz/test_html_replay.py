@@ -60,7 +60,7 @@ def _chromium_run(tmp_path, url: str, *action: str, budget_ms: int) -> str:
         "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--hide-scrollbars",
         f"--window-size={WIDTH},{HEIGHT}", f"--virtual-time-budget={budget_ms}", *action, url,
     ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 
@@ -110,7 +110,7 @@ def test_demo_replay_renders_in_headless_chromium(demo, tmp_path):
     assert paused == {"ready": "1", "frame": "5", "shown": "1"}, paused
 
 
-def test_page_is_self_contained_and_inline(demo):
+def test_page_is_self_contained_and_inline(demo, tmp_path):
     model, traj = demo
     page = jc.viz.to_html(model, traj, max_frames=50)
     assert isinstance(page, str) and page.startswith("<!doctype html>")
@@ -124,6 +124,12 @@ def test_page_is_self_contained_and_inline(demo):
     inline = page._repr_html_()
     assert inline.startswith("<iframe srcdoc=") and "&lt;!doctype html&gt;" in inline
     assert len(repr(page)) < 200 and "50 frames" in repr(page)
+    # the inline form renders too (scripts run inside the srcdoc iframe, as in a notebook output)
+    host = tmp_path / "notebook.html"
+    host.write_text(f"<!doctype html><html><body><p>notebook output</p>{inline}</body></html>")
+    shot = _canvas(tmp_path, host.as_uri(), "inline")
+    coloured = (shot.max(axis=-1) - shot.min(axis=-1)) > 60
+    assert coloured.mean() > 0.01, coloured.mean()
 
 
 def test_every_geom_type_and_batched_layouts(tmp_path):
