@@ -12,7 +12,8 @@ only. Example::
     make_policy, params, metrics = ppo.train(environment=to_brax(jc.envs.make("cartpole_swingup")),
                                              num_timesteps=..., episode_length=240, ...)
 
-Note that Brax's ``AutoResetWrapper`` restarts a finished environment from the state of its first
+Brax's wrappers expect raw ``uint32`` keys (``jax.random.PRNGKey`` / ``jax.random.key_data``), as
+Brax's trainers pass them. Note that Brax's ``AutoResetWrapper`` restarts a finished environment from the state of its first
 reset (same initial state every episode of that environment), unlike our own
 :meth:`Env.step`, which draws a fresh one.
 
