@@ -134,6 +134,22 @@ def test_non_finite_action_inside_jit_sets_the_flag_of_that_environment_only(epi
     assert TRACES["step"] == 1
 
 
+def test_a_diverged_simulator_ends_only_its_episode_and_restarts_finite(episode):
+    states = episode[1]
+    broken = eqx.tree_at(lambda s: s.sim.v, states, states.sim.v.at[7, 1].set(jnp.inf))
+    out = STEP(ENV, broken, ACTIONS[1])
+    reference = STEP(ENV, states, ACTIONS[1])
+    done, errors = np.asarray(out.done), np.asarray(out.error)
+    assert done[7] and not np.asarray(out.truncated)[7] and errors[7] & EnvErrorFlag.NON_FINITE_STATE
+    assert not np.any(np.delete(done, 7)) and np.all(np.delete(errors, 7) == 0)
+    # env 7 restarted from a fresh finite state; its reward and observations carry no NaN
+    assert np.all(np.isfinite(np.asarray(out.sim.q[7]))) and float(out.sim.time[7]) == 0.0
+    assert np.isfinite(float(out.reward[7])) and np.all(np.isfinite(np.asarray(out.final_obs[7])))
+    keep = np.arange(NUM_ENVS) != 7
+    np.testing.assert_array_equal(np.asarray(out.sim.q)[keep], np.asarray(reference.sim.q)[keep])
+    assert TRACES["step"] == 1
+
+
 def test_bad_actions_raise_outside_jit():
     state = ENV.reset(jax.random.key(7))
     with pytest.raises(ValueError, match=r"shape \(1,\).*got \(2,\)"):
