@@ -36,7 +36,6 @@ if "--all-cores" not in sys.argv and hasattr(os, "sched_setaffinity"):
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)  # a script, not the library

@@ -14,7 +14,6 @@ solver, not a spring: this is the non-smooth part of the task.
 
 from __future__ import annotations
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 

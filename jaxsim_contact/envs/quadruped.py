@@ -26,7 +26,6 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from ..dynamics import init as sim_init
 from .base import Env
