@@ -5,6 +5,7 @@ configuration (enable float64 yourself with ``jax.config.update("jax_enable_x64"
 """
 
 from . import collision, contact, dynamics, geometry, io, pipeline, scenes, viz
+from . import envs
 from .dynamics import bias_forces, body_poses, init, mass_matrix, rollout, step
 from .geometry import (
     Box,
@@ -31,6 +32,7 @@ __all__ = [
     "contact",
     "geometry",
     "dynamics",
+    "envs",
     "io",
     "pipeline",
     "scenes",
