@@ -45,6 +45,16 @@ class ContactSolver(eqx.Module):
     def criterion(self, problem: ContactProblem, state) -> jax.Array:
         raise NotImplementedError
 
+    @property
+    def epoch_length(self) -> int:
+        """``k > 0``: the driver calls :meth:`refresh` once every ``k`` iterations (at the start of
+        each epoch), e.g. to refactor a matrix; ``0`` (default): never."""
+        return 0
+
+    def refresh(self, problem: ContactProblem, state):
+        """Per-epoch work hoisted out of ``step`` (see :attr:`epoch_length`)."""
+        return state
+
     def rho(self, state) -> jax.Array:
         """Final proximal parameter (ADMM-type solvers); 0 otherwise."""
         return jnp.zeros((), state.force.dtype)
@@ -130,7 +140,8 @@ def _warm(problem: ContactProblem, warm_start):
 
 def _unrolled_solver(solver: ContactSolver) -> ContactSolver:
     """The solver used for unrolled gradients: ADMM with ``factorization="eigh"`` becomes the
-    Cholesky variant (same ρ schedule, same iterates — see :class:`ADMM`), because the derivative
+    Cholesky variant (the same fixed point; κ from power iteration and ρ adapted per epoch, so the
+    iterates differ slightly), because the derivative
     of an eigendecomposition is NaN at repeated eigenvalues (symmetric contact layouts, identity
     blocks of inactive contacts) while the Cholesky factor's is not."""
     from .admm import ADMM
@@ -140,7 +151,8 @@ def _unrolled_solver(solver: ContactSolver) -> ContactSolver:
                     tolerance=solver.tolerance, rho=solver.rho_init,
                     over_relaxation=solver.over_relaxation,
                     rho_update_ratio=solver.rho_update_ratio, rho_power=solver.rho_power,
-                    power_iterations=solver.power_iterations, factorization="cholesky")
+                    power_iterations=solver.power_iterations, factorization="cholesky",
+                    refactor_every=solver.refactor_every)
     return solver
 
 
@@ -150,34 +162,51 @@ def _iterate(solver, safe, state0, crit0, unrolled: bool):
     ``unrolled=False``: ``lax.while_loop`` (not differentiable in reverse mode; the implicit rule
     provides derivatives). ``unrolled=True``: ``lax.scan`` over exactly ``max_iterations`` steps,
     converged iterates frozen by the ``done`` mask, so autodiff goes through every step taken.
+    A solver with ``epoch_length = k > 0`` runs in epochs: ``refresh`` once, then ``k`` steps
+    (an inner fixed-length loop), so per-epoch work such as a refactorisation is paid once per
+    ``k`` iterations even under ``vmap``, where a per-step ``cond`` would execute both branches.
     Returns ``(state, iterations, done, criterion)``.
     """
     tol = jnp.asarray(solver.tolerance, crit0.dtype)
     max_it = solver.max_iterations
+    epoch = solver.epoch_length
+
+    def freeze(keep, old, new):
+        # Frozen lanes keep their state (explicit mask; also what vmap's select does).
+        return jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), old, new)
 
     def body(carry):
         state, it, done, crit = carry
+        frozen = done | (it >= max_it)
         new = solver.step(safe, state)
         new_crit = solver.criterion(safe, new)
         new_crit = jnp.where(jnp.isfinite(new_crit), new_crit, jnp.inf)
-        # Frozen lanes keep their state (explicit done mask; also what vmap's select does).
-        state = jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b), state, new)
-        crit = jnp.where(done, crit, new_crit)
-        it = jnp.where(done, it, it + 1)
+        state = freeze(frozen, state, new)
+        crit = jnp.where(frozen, crit, new_crit)
+        it = jnp.where(frozen, it, it + 1)
         done = done | (crit <= tol)
         return state, it, done, crit
 
+    def epoch_body(carry):
+        state, it, done, crit = carry
+        state = freeze(done, state, solver.refresh(safe, state))
+        carry = (state, it, done, crit)
+        if unrolled:
+            return jax.lax.scan(lambda c, _: (body(c), None), carry, None, length=epoch)[0]
+        return jax.lax.fori_loop(0, epoch, lambda _, c: body(c), carry)
+
     crit0 = jnp.where(jnp.isfinite(crit0), crit0, jnp.inf)
     carry = (state0, jnp.zeros((), jnp.int32), crit0 <= tol, crit0)
+    outer, length = (epoch_body, -(-max_it // epoch)) if epoch > 0 else (body, max_it)
     if unrolled:
-        carry, _ = jax.lax.scan(lambda c, _: (body(c), None), carry, None, length=max_it)
+        carry, _ = jax.lax.scan(lambda c, _: (outer(c), None), carry, None, length=length)
         return carry
 
     def cond(carry):
         _, it, done, _ = carry
         return (~done) & (it < max_it)
 
-    return jax.lax.while_loop(cond, body, carry)
+    return jax.lax.while_loop(cond, outer, carry)
 
 
 def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_start=None,
@@ -202,8 +231,9 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
         * ``"unrolled"``: autodiff through the solver's iterations — ``lax.scan`` over exactly
           ``max_iterations`` steps of ``solver.step`` (converged iterates frozen), so the primal
           costs ``max_iterations`` steps and reverse mode stores every one of them. ADMM with
-          ``factorization="eigh"`` runs as its Cholesky variant (identical iterates; the
-          eigendecomposition's derivative is NaN at repeated eigenvalues). Solvers that use an
+          ``factorization="eigh"`` runs as its Cholesky variant (same fixed point, slightly
+          different iterates; the eigendecomposition's derivative is NaN at repeated
+          eigenvalues). Solvers that use an
           eigendecomposition internally (``StaggeredProjections``, ``PrimalNewton``) can give NaN
           unrolled derivatives on problems with repeated eigenvalues; use ``"implicit"`` there.
           Unrolled derivatives are those of the iterations actually taken: a warm start at the
