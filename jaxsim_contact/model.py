@@ -204,11 +204,20 @@ class Options(eqx.Module):
           (``lax.scan``; converged iterates frozen). The forward pass then always costs
           ``max_iterations`` iterations and reverse mode stores all of them; the derivative is
           that of the iterations taken (a warm start already at the solution gives zero).
-        * ``"smoothed"`` (relaxed complementarity / randomized smoothing of the step) is not
-          implemented yet: ``NotImplementedError`` at construction.
+        * ``jc.contact.RelaxedComplementarity(relaxation=ρ)`` (the ``"smoothed"`` rule, seed 002
+          §V-D): the forward force is still the exact solution; its derivative is that of the
+          relaxed-complementarity problem ``λ ∘ σ̄ = ρ e`` (:mod:`jaxsim_contact.contact.relaxed`),
+          smooth through contact make/break and stick/slip. It is stored as ``gradient =
+          "smoothed"`` plus the dynamic field ``gradient_smoothing`` (``ρ`` is a traced leaf:
+          changing it never recompiles). The bare string ``"smoothed"`` raises ``ValueError``
+          (it needs ``ρ``): pass the object. NCP / CCP solvers only.
 
         Anything else raises ``ValueError`` at construction, as does ``"unrolled"`` with a solver
         that has no fixed iteration cap (a positive int ``max_iterations``).
+
+    Dynamic, set through ``gradient``:
+      gradient_smoothing: the :class:`~jaxsim_contact.contact.RelaxedComplementarity` when
+        ``gradient == "smoothed"``, else ``None``.
     """
 
     dt: jax.Array
@@ -224,6 +233,24 @@ class Options(eqx.Module):
     enable_contacts: bool = eqx.field(static=True, default=True)
     enable_joint_limits: bool = eqx.field(static=True, default=True)
     gradient: str = eqx.field(static=True, default="implicit")
+    gradient_smoothing: Any = None
+
+    def __post_init__(self):
+        from .contact.relaxed import RelaxedComplementarity
+
+        # gradient=RelaxedComplementarity(ρ): the static part ("smoothed") and the dynamic ρ are
+        # stored apart, so a jitted step sees ρ as a traced leaf.
+        if isinstance(self.gradient, RelaxedComplementarity):
+            self.gradient_smoothing = self.gradient
+            self.gradient = "smoothed"
+        elif self.gradient != "smoothed":
+            self.gradient_smoothing = None
+
+    @property
+    def contact_gradient(self):
+        """What :func:`jaxsim_contact.contact.solve` receives as ``gradient``: the string, or the
+        ``RelaxedComplementarity`` for ``"smoothed"``."""
+        return self.gradient_smoothing if self.gradient == "smoothed" else self.gradient
 
     def __check_init__(self):
         from .contact.solve import ContactSolver
@@ -235,14 +262,18 @@ class Options(eqx.Module):
                 "Options.solver must be a contact solver module (e.g. jc.contact.ADMM('ncp')), "
                 f"got {type(self.solver).__name__}"
             )
-        if self.gradient == "smoothed":
-            raise NotImplementedError(
-                "Options.gradient='smoothed' (relaxed complementarity / randomized smoothing of "
-                "the step, issue #6) is not implemented yet; use 'implicit' or 'unrolled'"
-            )
         from .contact.implicit import GRADIENTS
+        from .contact.relaxed import RelaxedComplementarity
 
-        if not isinstance(self.gradient, str) or self.gradient not in GRADIENTS:
+        if self.gradient == "smoothed":
+            if not isinstance(self.gradient_smoothing, RelaxedComplementarity):
+                raise ValueError(
+                    "Options.gradient='smoothed' needs its relaxation parameter: pass "
+                    "gradient=jc.contact.RelaxedComplementarity(relaxation=ρ) instead of the string "
+                    "(ρ > 0 in N·m/s² for the step's force-unit problems; a contact switches on over "
+                    "a band of free velocity ~√(ρ/m), see jaxsim_contact.contact.relaxed)")
+            self.gradient_smoothing.check_formulation(getattr(self.solver, "formulation", None))
+        elif not isinstance(self.gradient, str) or self.gradient not in GRADIENTS:
             raise ValueError(
                 f"Options.gradient must be one of {GRADIENTS}, got {self.gradient!r}")
         if self.gradient == "unrolled":

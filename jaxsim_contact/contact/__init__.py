@@ -4,12 +4,14 @@
 frames ``(t1, t2, n)`` (normal last); ``solve(problem, solver, warm_start)``; solvers ``PGS``,
 ``ADMM``, ``StaggeredProjections``, ``Raisim``, ``PrimalNewton``; criteria ``residuals``.
 ``solve`` is differentiable w.r.t. ``G, g, μ, R`` (``gradient="implicit"``: mode-aware implicit
-rule of :mod:`.implicit`, seed 004 §III-B; or ``"unrolled"``); ``contact_modes`` exposes the
-breaking / sticking / sliding classification the implicit rule uses.
+rule of :mod:`.implicit`, seed 004 §III-B; ``"unrolled"``; or ``RelaxedComplementarity(ρ)``: the
+smoothed derivative of the relaxed problem, seed 002 §V-D, :mod:`.relaxed`); ``contact_modes``
+exposes the breaking / sticking / sliding classification the implicit rule uses.
 """
 
 from . import builders
 from . import implicit
+from . import relaxed
 from .admm import ADMM
 from .implicit import BREAKING, GRADIENTS, SLIDING, STICKING, contact_modes, implicit_force
 from .newton import PrimalNewton
@@ -28,12 +30,16 @@ from .problem import (
     residuals,
 )
 from .raisim import Raisim
+from .relaxed import RelaxedComplementarity, smoothed_force
 from .solve import ContactSolution, ContactSolver, sanitize_problem, solve
 from .staggered import StaggeredProjections
 
 __all__ = [
     "builders",
     "implicit",
+    "relaxed",
+    "RelaxedComplementarity",
+    "smoothed_force",
     "GRADIENTS",
     "BREAKING",
     "STICKING",

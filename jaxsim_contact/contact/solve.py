@@ -25,6 +25,7 @@ import jax.numpy as jnp
 
 from .implicit import GRADIENTS, implicit_force
 from .problem import ContactProblem, Residuals, contact_residuals
+from .relaxed import RelaxedComplementarity, smoothed_force
 
 __all__ = ["ContactSolver", "ContactSolution", "solve", "sanitize_problem", "GRADIENTS"]
 
@@ -210,7 +211,7 @@ def _iterate(solver, safe, state0, crit0, unrolled: bool):
 
 
 def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_start=None,
-          gradient: str = "implicit") -> ContactSolution:
+          gradient="implicit") -> ContactSolution:
     """Solve a frictional contact problem (seed 001 §III); differentiable (seed 004 §III-B).
 
     Args:
@@ -238,16 +239,26 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
           unrolled derivatives on problems with repeated eigenvalues; use ``"implicit"`` there.
           Unrolled derivatives are those of the iterations actually taken: a warm start at the
           solution takes none, and the derivative w.r.t. the problem is then zero.
+        * a :class:`~jaxsim_contact.contact.relaxed.RelaxedComplementarity` (``"smoothed"``,
+          seed 002 §V-D): the force is the same exact solution as with ``"implicit"``; its
+          derivative is that of the relaxed-complementarity solution ``λ_ρ`` (``λ ∘ σ̄ = ρ e``),
+          smooth through contact make/break and stick/slip, also w.r.t. ``ρ``. NCP and CCP
+          formulations only (``ValueError`` otherwise).
     Returns:
       :class:`ContactSolution`. jit- and vmap-compatible; never NaN: non-finite problems give
       zero force, zero derivatives and ``converged=False``.
     """
-    if gradient not in GRADIENTS:
-        raise ValueError(f"gradient must be one of {GRADIENTS}, got {gradient!r}")
+    relaxed = isinstance(gradient, RelaxedComplementarity)
+    if not relaxed and (not isinstance(gradient, str) or gradient not in GRADIENTS):
+        raise ValueError(
+            f"gradient must be one of {GRADIENTS} or a jc.contact.RelaxedComplementarity(relaxation=ρ) "
+            f"(the 'smoothed' rule), got {gradient!r}")
     if solver is None:
         from .admm import ADMM
 
         solver = ADMM(formulation="ncp")
+    if relaxed:
+        gradient.check_formulation(solver.formulation)
     unrolled = gradient == "unrolled"
     safe, finite = sanitize_problem(problem)
     if unrolled:
@@ -266,7 +277,12 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
     ok = finite & jnp.all(jnp.isfinite(force))
     mask = jnp.repeat(problem.active, 3).reshape(-1, 3) & ok
     force = jnp.where(mask, force, 0.0)
-    if not unrolled:
+    if relaxed:
+        force = smoothed_force(
+            solver.formulation, safe.delassus, safe.free_velocity, safe.friction,
+            safe.compliance, safe.active, force, gradient.relaxation, gradient.newton_iterations)
+        force = jnp.where(mask, force, 0.0)
+    elif not unrolled:
         # Attach the implicit derivative; sanitising outside the rule masks the tangents of
         # inactive contacts and of non-finite problems by `where` (no NaN can leak).
         force = implicit_force(

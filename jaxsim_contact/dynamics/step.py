@@ -16,10 +16,13 @@ Delassus matrix.
 
 from __future__ import annotations
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
+import numpy as np
 
 from ..model import ErrorFlag, Model, State
 from ..pipeline.constraints import contact_stage, initial_contact_data
@@ -104,16 +107,60 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
     return State(q=q_next, v=v_next, time=state.time + dt, error=error, contact=contact)
 
 
-def rollout(model: Model, state: State, ctrls: jax.Array) -> tuple[State, State]:
+def rollout(model: Model, state: State, ctrls: jax.Array,
+            checkpoint_every: int | None = None) -> tuple[State, State]:
     """``lax.scan`` of :func:`step` over the leading axis of ``ctrls`` ``(T, nu)`` (``nu`` may be 0).
 
+    Args:
+      model: the scene.
+      state: initial state.
+      ctrls: ``(T, nu)`` controls, one row per step of ``model.options.dt`` seconds.
+      checkpoint_every: ``None`` (default): one ``lax.scan`` over the ``T`` steps; reverse mode
+        then stores the intermediate values of every step, so the memory of ``jax.grad`` grows
+        linearly in ``T``. A positive int ``k``: rematerialisation (gradient checkpointing,
+        ``jax.checkpoint``): an outer ``lax.scan`` over ``⌊T/k⌋`` segments of ``k`` steps, each
+        segment a checkpointed inner ``lax.scan``, plus one checkpointed segment of the
+        ``T mod k`` remaining steps. Reverse mode stores only the state at segment boundaries and
+        recomputes one segment at a time, so memory grows like ``T/k + k`` step-residuals —
+        ``~2√T`` with ``k ≈ √T`` — for about one extra forward pass of compute. Values and
+        derivatives are those of the plain scan (same operations, in the same order). Static:
+        under ``jax.jit`` pass it through ``static_argnames`` or ``functools.partial``.
     Returns:
       ``(final_state, trajectory)``; ``trajectory`` stacks the state after each step (leading
-      axis ``T``).
+      axis ``T``), with either setting of ``checkpoint_every``.
+    Raises:
+      ValueError: ``checkpoint_every`` is not ``None`` or a positive int.
     """
 
     def body(carry: State, ctrl: jax.Array):
         nxt = step(model, carry, ctrl)
         return nxt, nxt
 
-    return jax.lax.scan(body, state, ctrls)
+    if checkpoint_every is None:
+        return jax.lax.scan(body, state, ctrls)
+    if (isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, (int, np.integer))
+            or checkpoint_every < 1):
+        raise ValueError(
+            "rollout(checkpoint_every=...) must be None or a positive int (steps per "
+            f"rematerialised segment, e.g. round(sqrt(T))), got {checkpoint_every!r}")
+    k = int(checkpoint_every)
+    horizon = ctrls.shape[0]
+    num_segments, remainder = divmod(horizon, k)
+
+    # prevent_cse=False: inside lax.scan the loop already keeps XLA from merging the recomputation
+    # with the forward pass (JAX's recommendation for checkpointed scan bodies).
+    @functools.partial(jax.checkpoint, prevent_cse=False)
+    def segment(carry: State, segment_ctrls: jax.Array):
+        return jax.lax.scan(body, carry, segment_ctrls)
+
+    final, parts = state, []
+    if num_segments:
+        blocks = ctrls[: num_segments * k].reshape((num_segments, k) + ctrls.shape[1:])
+        final, traj = jax.lax.scan(segment, final, blocks)
+        parts.append(jax.tree_util.tree_map(lambda x: x.reshape((num_segments * k,) + x.shape[2:]), traj))
+    if remainder:
+        final, traj = segment(final, ctrls[num_segments * k:])
+        parts.append(traj)
+    if len(parts) == 1:
+        return final, parts[0]
+    return final, jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *parts)

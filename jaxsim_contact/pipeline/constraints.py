@@ -179,7 +179,7 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     problem = ContactProblem(G, g, friction, compliance=compliance_rows.reshape(-1), active=active)
     warm = _warm_start(state.contact, key, active, frame)
     with jax.named_scope("contact_solve"):
-        solution = solve(problem, opts.solver, warm_start=warm, gradient=opts.gradient)
+        solution = solve(problem, opts.solver, warm_start=warm, gradient=opts.contact_gradient)
     force = solution.force
     v_next = smooth.free_velocity + dt * (minv_jt @ force.reshape(3 * nslots))
 

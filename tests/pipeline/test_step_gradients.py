@@ -414,7 +414,7 @@ def test_gradient_option_is_validated_at_construction():
         model.replace_options(gradient="analytic")
     with pytest.raises(ValueError, match="gradient"):
         model.replace_options(gradient=None)
-    with pytest.raises(NotImplementedError, match="smoothed"):
+    with pytest.raises(ValueError, match="RelaxedComplementarity"):
         model.replace_options(gradient="smoothed")
 
     class Uncapped(jc.contact.ContactSolver):  # a solver protocol without an iteration cap
