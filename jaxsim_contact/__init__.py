@@ -5,7 +5,16 @@ configuration (enable float64 yourself with ``jax.config.update("jax_enable_x64"
 """
 
 from . import collision, contact, dynamics, geometry, io, pipeline, scenes, viz
-from .dynamics import bias_forces, body_poses, init, mass_matrix, reset_where, rollout, step
+from .dynamics import (
+    bias_forces,
+    body_poses,
+    chunked_vmap,
+    init,
+    mass_matrix,
+    reset_where,
+    rollout,
+    step,
+)
 from .io.checkpoint import CheckpointError, restore, save
 from .geometry import (
     Box,
@@ -48,6 +57,7 @@ __all__ = [
     "step",
     "rollout",
     "reset_where",
+    "chunked_vmap",
     "save",
     "restore",
     "CheckpointError",

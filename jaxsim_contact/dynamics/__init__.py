@@ -1,5 +1,6 @@
 """Rigid-body dynamics: kinematics, CRBA mass matrix, RNEA bias, manifold integration, stepping."""
 
+from .batching import chunked_vmap
 from .crba import composite_inertias, mass_matrix
 from .energy import kinetic_energy, potential_energy, spatial_momentum
 from .integration import integrate_positions
@@ -29,4 +30,5 @@ __all__ = [
     "step",
     "rollout",
     "reset_where",
+    "chunked_vmap",
 ]
