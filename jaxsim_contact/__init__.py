@@ -6,7 +6,17 @@ configuration (enable float64 yourself with ``jax.config.update("jax_enable_x64"
 
 from . import collision, contact, dynamics, geometry, io, pipeline, scenes, viz
 from . import envs
-from .dynamics import bias_forces, body_poses, init, mass_matrix, rollout, step
+from .dynamics import (
+    bias_forces,
+    body_poses,
+    chunked_vmap,
+    init,
+    mass_matrix,
+    reset_where,
+    rollout,
+    step,
+)
+from .io.checkpoint import CheckpointError, restore, save
 from .geometry import (
     Box,
     Capsule,
@@ -48,6 +58,11 @@ __all__ = [
     "init",
     "step",
     "rollout",
+    "reset_where",
+    "chunked_vmap",
+    "save",
+    "restore",
+    "CheckpointError",
     "body_poses",
     "mass_matrix",
     "bias_forces",

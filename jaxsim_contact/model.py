@@ -177,6 +177,10 @@ class Options(eqx.Module):
         added to MuJoCo's per-geom ``margin``.
       compliance: ``R ≥ 0`` on the normal rows of contacts (seed 001 §II "compliant contacts"), in
         (m/s²)/N since problems are solved in force units.
+      value_limit: magnitude (SI units of each entry; default 1e10) above which an entry of ``q``,
+        ``v`` or ``ctrl`` counts as diverged, like a NaN or an infinity: :func:`jaxsim_contact.step`
+        then flags and freezes the environment (see :class:`ErrorFlag`). No physical state comes
+        near it, while squares and cubes of it stay finite even in float32.
       solver: any contact solver of :mod:`jaxsim_contact.contact` (default NCP/ADMM); its
         iteration cap and formulation are static, its tolerance dynamic.
 
@@ -227,6 +231,7 @@ class Options(eqx.Module):
     restitution_threshold: jax.Array = eqx.field(default_factory=lambda: _scalar(0.2))
     contact_margin: jax.Array = eqx.field(default_factory=lambda: _scalar(1e-3))
     compliance: jax.Array = eqx.field(default_factory=lambda: _scalar(0.0))
+    value_limit: jax.Array = eqx.field(default_factory=lambda: _scalar(1e10))
     solver: Any = eqx.field(default_factory=_default_solver)
     integrator: str = eqx.field(static=True, default="euler")
     contact_budget: int | None = eqx.field(static=True, default=None)
@@ -290,17 +295,18 @@ class Options(eqx.Module):
         for name, low, high in (
             ("dt", 0.0, None), ("baumgarte", 0.0, 1.0), ("restitution", 0.0, 1.0),
             ("restitution_threshold", 0.0, None), ("contact_margin", 0.0, None),
-            ("compliance", 0.0, None),
+            ("compliance", 0.0, None), ("value_limit", 0.0, None),
         ):
             value = getattr(self, name)
             if isinstance(value, jax.core.Tracer):
                 continue  # traced (vmapped / differentiated) options are not checked
             arr = np.asarray(value, dtype=np.float64)
-            bad = ~np.isfinite(arr) | (arr < low) | ((arr <= low) if name == "dt" else False)
+            bad = ~np.isfinite(arr) | (arr < low) | ((arr <= low) if name in ("dt", "value_limit") else False)
             if high is not None:
                 bad |= arr > high
             if np.any(bad):
-                bounds = f"in [{low}, {high}]" if high is not None else (f"> {low}" if name == "dt" else f">= {low}")
+                strict = name in ("dt", "value_limit")
+                bounds = f"in [{low}, {high}]" if high is not None else (f"> {low}" if strict else f">= {low}")
                 raise ValueError(f"Options.{name} must be finite and {bounds}, got {arr.tolist()}")
 
 
@@ -439,7 +445,7 @@ class Model(eqx.Module):
         if unknown:
             raise TypeError(f"unknown option(s) {sorted(unknown)}; known: {sorted(fields)}")
         numeric = {"dt", "gravity", "baumgarte", "restitution", "restitution_threshold",
-                   "contact_margin", "compliance"}
+                   "contact_margin", "compliance", "value_limit"}
         converted = {
             name: (jnp.asarray(value, dtype=self.dtype) if name in numeric else value)
             for name, value in changes.items()
@@ -459,11 +465,27 @@ class Model(eqx.Module):
 
 
 class ErrorFlag:
-    """Bits of ``State.error`` (per environment; 0 when healthy)."""
+    """Bits of ``State.error`` (per environment; 0 when healthy; sticky once set).
+
+    * ``NON_FINITE_STATE``: ``q`` or ``v`` entering or leaving a step is NaN, ±inf or larger in
+      magnitude than ``Options.value_limit``.
+    * ``SOLVER_NOT_CONVERGED``: the contact solver hit its iteration cap above its tolerance.
+    * ``CONTACT_BUDGET_OVERFLOW``: more active contacts than contact slots (deepest ones kept).
+    * ``INVALID_CONTROL``: ``ctrl`` handed to the step is NaN, ±inf or beyond ``value_limit``.
+
+    The bits in ``FREEZE`` (non-finite state, invalid control) freeze the environment: from the
+    step that sets one of them, :func:`jaxsim_contact.step` returns a held, finite state that
+    carries no derivative (the last valid ``q, v`` of the environment, or ``qpos0`` at rest when
+    the bad values came in with the state) until :func:`jaxsim_contact.reset_where` re-initialises
+    it. The other two bits are warnings: the environment keeps running.
+    """
 
     NON_FINITE_STATE = 1
     SOLVER_NOT_CONVERGED = 2
     CONTACT_BUDGET_OVERFLOW = 4
+    INVALID_CONTROL = 8
+    #: bits that freeze an environment until it is reset
+    FREEZE = NON_FINITE_STATE | INVALID_CONTROL
 
 
 class ContactData(eqx.Module):

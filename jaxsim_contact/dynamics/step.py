@@ -80,6 +80,16 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
                           kinematics=kin, motion_axes=axes)
 
 
+def _within_limit(x: jax.Array, limit: jax.Array) -> jax.Array:
+    """True iff every entry of ``x`` is finite and at most ``limit`` in magnitude (NaN compares
+    False, so it fails too). A boolean: no derivative flows through it."""
+    return jnp.all(jnp.abs(x) <= limit)
+
+
+def _tree_where(condition: jax.Array, on_true, on_false):
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(condition, a, b), on_true, on_false)
+
+
 def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
     """Advance one time step ``model.options.dt`` (semi-implicit Euler with hard contact).
 
@@ -88,23 +98,60 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
       state: current state.
       ctrl: ``(nu,)`` actuator controls, or ``None`` (zeros) for a model without actuators.
     Returns:
-      The next state; ``error`` gains ``ErrorFlag.NON_FINITE_STATE`` if ``q`` or ``v`` is not
-      finite, ``SOLVER_NOT_CONVERGED`` / ``CONTACT_BUDGET_OVERFLOW`` from the contact stage;
-      ``contact`` holds this step's contact forces, penetration and solver statistics.
+      The next state; ``contact`` holds this step's contact forces, penetration and solver
+      statistics. ``error`` (sticky) gains ``SOLVER_NOT_CONVERGED`` / ``CONTACT_BUDGET_OVERFLOW``
+      from the contact stage, ``NON_FINITE_STATE`` if ``q`` or ``v`` coming in or going out is
+      NaN, ±inf or beyond ``Options.value_limit``, ``INVALID_CONTROL`` if ``ctrl`` is.
+
+    Fault isolation (DESIGN §4 "bad input"): an environment with a ``ErrorFlag.FREEZE`` bit (set
+    now or before) is frozen. It steps a harmless stand-in (``qpos0``, ``v = 0``, ``ctrl = 0``,
+    no warm start) instead of its own values — the "double where": its bad values reach no
+    arithmetic, so neither values nor derivatives of any environment become NaN — and returns a
+    held state under ``stop_gradient``: its input ``q, v`` when those were valid (the last valid
+    state), else ``qpos0`` at rest; empty contact data. Its outputs stay finite and its derivative
+    contribution is exactly zero, so a batch-mean loss stays finite and equals the loss of the
+    healthy environments plus a constant; :func:`jaxsim_contact.reset_where` brings it back.
+    Healthy environments are bitwise unaffected (``where`` selects their own values).
+    Limitation: when a valid state diverges *inside* a step (finite input, non-finite result),
+    its values are held as above, but reverse-mode derivatives of that one step for that
+    environment can still be NaN (a zero cotangent times an infinite partial derivative).
     """
+    dtype = state.q.dtype
     if ctrl is None:
-        ctrl = jnp.zeros((model.nu,), state.q.dtype)
-    dt = model.options.dt.astype(state.q.dtype)
+        ctrl = jnp.zeros((model.nu,), dtype)
+    dt = model.options.dt.astype(dtype)
+    limit = model.options.value_limit.astype(dtype)
+    state_ok = _within_limit(state.q, limit) & _within_limit(state.v, limit)
+    ctrl_ok = _within_limit(ctrl, limit)
+    runs = state_ok & ctrl_ok & ((state.error & ErrorFlag.FREEZE) == 0)
+    rest_q = model.qpos0.astype(dtype)
+    empty_contact = initial_contact_data(model, dtype)
+    stand_in = State(
+        q=jnp.where(runs, state.q, rest_q), v=jnp.where(runs, state.v, 0.0), time=state.time,
+        error=state.error,
+        contact=None if state.contact is None else _tree_where(runs, state.contact, empty_contact))
+    ctrl = jnp.where(runs, ctrl, 0.0)
+
     with jax.named_scope("smooth_dynamics"):
-        smooth = smooth_dynamics(model, state, ctrl)
+        smooth = smooth_dynamics(model, stand_in, ctrl)
     # contact stage (DESIGN §2 stages 2-4, 6-7): v_next = v_f + dt M̃⁻¹ Jᵀ f
     with jax.named_scope("contact_stage"):
-        v_next, contact, contact_error = contact_stage(model, state, smooth, dt)
+        v_next, contact, contact_error = contact_stage(model, stand_in, smooth, dt)
+    q_next = integrate_positions(model, stand_in.q, v_next, dt)
 
-    q_next = integrate_positions(model, state.q, v_next, dt)
-    finite = jnp.all(jnp.isfinite(q_next)) & jnp.all(jnp.isfinite(v_next))
-    error = state.error | contact_error | jnp.where(finite, 0, ErrorFlag.NON_FINITE_STATE).astype(jnp.int32)
-    return State(q=q_next, v=v_next, time=state.time + dt, error=error, contact=contact)
+    result_ok = _within_limit(q_next, limit) & _within_limit(v_next, limit)
+    advances = runs & result_ok
+    held_q = jax.lax.stop_gradient(jnp.where(state_ok, state.q, rest_q))
+    held_v = jax.lax.stop_gradient(jnp.where(state_ok, state.v, 0.0))
+    error = (
+        state.error
+        | jnp.where(runs, contact_error, 0)
+        | jnp.where(state_ok & (result_ok | ~runs), 0, ErrorFlag.NON_FINITE_STATE)
+        | jnp.where(ctrl_ok, 0, ErrorFlag.INVALID_CONTROL)
+    ).astype(jnp.int32)
+    return State(q=jnp.where(advances, q_next, held_q), v=jnp.where(advances, v_next, held_v),
+                 time=state.time + dt, error=error,
+                 contact=_tree_where(advances, contact, empty_contact))
 
 
 def rollout(model: Model, state: State, ctrls: jax.Array,

@@ -1,5 +1,15 @@
-"""Loading models: MJCF and URDF through the MuJoCo compiler, with host-side validation."""
+"""Loading models (MJCF and URDF through the MuJoCo compiler, with host-side validation) and
+checkpoints of models and states (:mod:`.checkpoint`; no pickle anywhere in this package)."""
 
+from .checkpoint import (
+    CheckpointError,
+    CheckpointStructureError,
+    CheckpointVersionError,
+    CorruptCheckpointError,
+    NotACheckpointError,
+    restore,
+    save,
+)
 from .errors import (
     InvalidFrictionError,
     InvalidInertiaError,
@@ -13,6 +23,13 @@ from .loader import compile_mjmodel, compile_spec, from_mjmodel, load, prepare_s
 
 __all__ = [
     "load",
+    "save",
+    "restore",
+    "CheckpointError",
+    "NotACheckpointError",
+    "CheckpointVersionError",
+    "CorruptCheckpointError",
+    "CheckpointStructureError",
     "compile_mjmodel",
     "prepare_spec",
     "compile_spec",
