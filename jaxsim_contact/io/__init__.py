@@ -1,6 +1,8 @@
 """Loading models: MJCF and URDF through the MuJoCo compiler, with host-side validation."""
 
 from .errors import (
+    DegenerateMeshError,
+    InvalidGeometryError,
     InvalidFrictionError,
     InvalidInertiaError,
     InvalidMassError,
@@ -23,5 +25,7 @@ __all__ = [
     "InvalidMassError",
     "InvalidInertiaError",
     "InvalidFrictionError",
+    "InvalidGeometryError",
+    "DegenerateMeshError",
     "UnsupportedFeatureError",
 ]
