@@ -92,7 +92,7 @@ def _face_defect(vertices: np.ndarray, faces: np.ndarray) -> str | None:
     import trimesh
 
     if len(faces) == 0:
-        return "has no faces"
+        return None  # vertices only: MuJoCo builds the convex hull itself
     solid = trimesh.Trimesh(vertices, faces, process=True)  # merges duplicate vertices
     if not solid.is_watertight:
         return "is not a closed manifold (open boundary or an edge shared by more than two faces)"
