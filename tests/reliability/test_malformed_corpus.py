@@ -69,8 +69,8 @@ def test_corpus_is_complete_and_readme_matches_manifest():
 @pytest.mark.parametrize("case", [c for c in CASES if c.outcome == "error"], ids=lambda c: c.file)
 def test_bad_file_fails_with_a_specific_error(case):
     result, _ = _load(case)
-    expected = getattr(errors, case.exception, None) or getattr(__builtins__, case.exception, None) \
-        or {"FileNotFoundError": FileNotFoundError}[case.exception]
+    expected = FileNotFoundError if case.exception == "FileNotFoundError" else getattr(
+        errors, case.exception)
     assert isinstance(result, expected), f"{case.file}: {result!r}"
     # the generic base class alone is not specific enough
     assert type(result) is not errors.ModelError
