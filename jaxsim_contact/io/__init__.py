@@ -11,6 +11,8 @@ from .checkpoint import (
     save,
 )
 from .errors import (
+    DegenerateMeshError,
+    InvalidGeometryError,
     InvalidFrictionError,
     InvalidInertiaError,
     InvalidMassError,
@@ -40,5 +42,7 @@ __all__ = [
     "InvalidMassError",
     "InvalidInertiaError",
     "InvalidFrictionError",
+    "InvalidGeometryError",
+    "DegenerateMeshError",
     "UnsupportedFeatureError",
 ]

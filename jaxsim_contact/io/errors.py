@@ -13,6 +13,8 @@ __all__ = [
     "InvalidMassError",
     "InvalidInertiaError",
     "InvalidFrictionError",
+    "InvalidGeometryError",
+    "DegenerateMeshError",
     "UnsupportedFeatureError",
 ]
 
@@ -39,6 +41,17 @@ class InvalidInertiaError(ModelError):
 
 class InvalidFrictionError(ModelError):
     """A geom has a negative (or non-finite) friction coefficient."""
+
+
+class InvalidGeometryError(ModelError):
+    """A primitive geom has a size that is zero, negative or not finite."""
+
+
+class DegenerateMeshError(ModelError):
+    """A mesh asset encloses no volume that a fallback could repair: empty, unreadable, non-finite
+    vertices, all vertices coincident or collinear, a zero or non-finite scale, or a volume below
+    MuJoCo's ``mjMINVAL`` (1e-15 m³). Planar meshes are repaired instead (see
+    :mod:`jaxsim_contact.io.meshes`)."""
 
 
 class UnsupportedFeatureError(NotImplementedError):

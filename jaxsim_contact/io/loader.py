@@ -19,6 +19,8 @@ from ..model import KinematicTree, Model, Options
 from ..pipeline.pairs import build_collision_structure
 from ..types import GeomType, JointType
 from .errors import (
+    DegenerateMeshError,
+    InvalidGeometryError,
     InvalidInertiaError,
     InvalidMassError,
     MissingAssetError,
@@ -26,6 +28,7 @@ from .errors import (
     ModelParseError,
     UnsupportedFeatureError,
 )
+from .meshes import check_meshes
 from .urdf import add_floating_base, inline_unreadable_meshes, resolve_mesh_files
 from .validation import check_compiled, check_spec, check_xml, parse_xml
 
@@ -136,6 +139,7 @@ def prepare_spec(
     resolve_mesh_files(spec, path, package_dirs)
     check_spec(spec, path, balance_inertia)
     inline_unreadable_meshes(spec, path)
+    check_meshes(spec, path)
     if balance_inertia:
         spec.compiler.balanceinertia = True
     if ignore_equality:
@@ -167,6 +171,12 @@ def _drop_equalities(spec, path: Path) -> None:
 def _translate_compiler_error(err: ValueError, path: Path) -> Exception:
     """Map a MuJoCo compiler message onto our specific exception types (keeping its text)."""
     text = " ".join(str(err).split())
+    # normally pre-empted by check_meshes / check_spec, which name the value as well
+    if re.search(r"mesh volume is too small|(coplanar|collinear|colocated) vertices|"
+                 r"at least 4 vertices|vertex coordinate", text):
+        return DegenerateMeshError(f"{path}: {text}")
+    if re.search(r"size \d+ must be positive|nan size", text):
+        return InvalidGeometryError(f"{path}: {text}")
     if "Error opening file" in text or "could not open" in text.lower():
         return MissingAssetError(f"{path}: {text}")
     if "mass" in text and "moving bodies" in text:

@@ -17,6 +17,7 @@ element and the value:
 from __future__ import annotations
 
 import os
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -24,6 +25,7 @@ import numpy as np
 
 from .errors import (
     InvalidFrictionError,
+    InvalidGeometryError,
     InvalidInertiaError,
     InvalidMassError,
     MissingAssetError,
@@ -52,6 +54,15 @@ _MJCF_SUPPORTED_ACTUATORS = {"motor", "position", "general"}
 _MJCF_UNSUPPORTED_ACTUATORS = {
     "velocity", "intvelocity", "damper", "cylinder", "muscle", "adhesion", "plugin",
 }
+
+# Size components each primitive uses (MuJoCo's geom_size layout); with ``fromto`` only the
+# radius / first half-size is given explicitly.
+_PRIMITIVE_SIZE_COUNT = {"mjGEOM_SPHERE": 1, "mjGEOM_CAPSULE": 2, "mjGEOM_CYLINDER": 2,
+                         "mjGEOM_ELLIPSOID": 3, "mjGEOM_BOX": 3}
+# Bounding radii (m) outside which a geom triggers a warning: collision tolerances are relative to
+# the pair's size, but the default time step, contact stabilisation and float32 resolution of
+# positions assume objects between about a tenth of a millimetre and ten kilometres.
+GEOM_SCALE_RANGE = (1e-4, 1e4)
 
 # Relative tolerance of the inertia triangle inequality (A + B >= C), as MuJoCo's compiler.
 _TRIANGLE_RTOL = 1e-9
@@ -162,12 +173,20 @@ def check_spec(spec, path: Path, balance_inertia: bool = False) -> None:
             if mass > 0 or np.any(moments != 0):
                 _check_inertia(moments, where, not balance_inertia, moving)
     for index, geom in enumerate(spec.geoms):
+        # MuJoCo rejects these too, with a message naming neither the value nor the file
+        for what, value in (("mass", geom.mass), ("density", geom.density)):
+            if np.isfinite(value) and value < 0 or np.isnan(value) and what == "density":
+                raise InvalidMassError(
+                    f"{path}: {describe('geom', geom.name, index)} has {what} {float(value)}; it "
+                    f"must be non-negative"
+                )
         friction = np.asarray(geom.friction, dtype=float)
         if not np.all(np.isfinite(friction)) or np.any(friction < 0):
             raise InvalidFrictionError(
                 f"{path}: {describe('geom', geom.name, index)} has friction {friction.tolist()}; "
                 f"friction coefficients must be finite and non-negative"
             )
+    _check_primitive_sizes(spec, path)
     model_dir = Path(spec.modelfiledir or path.parent)
     mesh_dir = model_dir / (spec.meshdir or "")
     for index, mesh in enumerate(spec.meshes):
@@ -180,6 +199,43 @@ def check_spec(spec, path: Path, balance_inertia: bool = False) -> None:
             raise MissingAssetError(
                 f"{path}: {describe('mesh', mesh.name, index)} refers to file '{mesh.file}', "
                 f"which does not exist (looked for {os.fspath(mesh_path)})"
+            )
+
+
+def _check_primitive_sizes(spec, path: Path) -> None:
+    """Every size a primitive geom uses must be finite and positive (MuJoCo's own message names
+    neither the value nor the file)."""
+    for index, geom in enumerate(spec.geoms):
+        type_name = geom.type.name
+        if type_name not in _PRIMITIVE_SIZE_COUNT or geom.meshname:
+            continue  # planes (size = rendering extent), meshes, and mesh-fitted primitives
+        count = _PRIMITIVE_SIZE_COUNT[type_name]
+        if np.all(np.isfinite(np.asarray(geom.fromto, dtype=float))):
+            count = 1  # the length comes from fromto
+        size = np.asarray(geom.size, dtype=float)[:count]
+        if not np.all(np.isfinite(size)) or np.any(size <= 0):
+            raise InvalidGeometryError(
+                f"{path}: {describe('geom', geom.name, index)} ({type_name[7:].lower()}) has "
+                f"size {size.tolist()}; every size must be finite and positive"
+            )
+
+
+def _warn_extreme_scales(mj, path: Path) -> None:
+    """Warn (naming geom and size) about geoms outside :data:`GEOM_SCALE_RANGE`."""
+    import mujoco
+
+    low, high = GEOM_SCALE_RANGE
+    for g in range(mj.ngeom):
+        if int(mj.geom_type[g]) == int(mujoco.mjtGeom.mjGEOM_PLANE):
+            continue
+        radius = float(mj.geom_rbound[g])
+        if not low <= radius <= high:
+            name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_GEOM, g) or ""
+            warnings.warn(
+                f"{path}: {describe('geom', name, g)} has bounding radius {radius:.3g} m, outside "
+                f"[{low:g}, {high:g}] m; it loads unchanged, but choose the time step and units "
+                f"with care (contact tolerances and float32 positions assume that range)",
+                stacklevel=4,
             )
 
 
@@ -206,6 +262,7 @@ def check_compiled(mj, path: Path) -> None:
             f"forces are not supported"
         )
 
+    _warn_extreme_scales(mj, path)
     jnt_body = np.asarray(mj.jnt_bodyid)
     moving = np.zeros(mj.nbody, dtype=bool)
     moving[jnt_body] = True

@@ -1,0 +1,429 @@
+"""NaN fuzz (issue 8): count non-finite values and derivatives over random configurations.
+
+Three stages, each with values, forward-mode (``jax.jvp``) and reverse-mode (``jax.vjp``)
+derivatives along random tangents / cotangents:
+
+* **collision** — ``jc.collision.distance`` (default Nesterov GJK + EPA, exact implicit derivative
+  rule) for every geometry-type pair of {sphere, ellipsoid, box, capsule, cylinder, cone, convex
+  mesh} plus the plane against each of them. Every configuration combines an orientation mode
+  (random; *parallel* — equal orientations, offset along the shared z axis, so boxes, cylinders and
+  meshes meet face to face; *edge–edge* — the second shape turned 90° about x and 45° about z;
+  *coincident centres*; *identical* — same pose and, for equal types, same size) with a *touching*
+  flag (the second shape is moved along the normal by the signed distance of a first query, which
+  puts the pair at exact contact up to the solver tolerance) and a scale of 1e-3, 1 or 1e3 m
+  (sizes uniform in [0.2, 1] × scale, anisotropic).
+  Inputs differentiated: both positions, both quaternions and both shapes' size parameters;
+  outputs: signed distance, witness points, normal.
+* **solver** — ``jc.contact.solve`` (default ADMM/NCP, implicit derivatives) on random problems
+  with 4 contacts: Delassus ``J M⁻¹ Jᵀ`` from 6 dofs (rank ≤ 6 < 12, i.e. degenerate), full-rank,
+  rank-one and all-zero Delassus; zero friction; values scaled by 1e-6 or 1e6; random inactive
+  contacts and compliance. Derivatives w.r.t. ``G, g, μ`` of the force.
+* **step** — ``jc.step`` on a scene of a floor and free box, sphere and convex-mesh bodies
+  with random positions (often interpenetrating), orientations and velocities (σ 1 or 100 m/s).
+  Derivatives of the next ``q, v`` w.r.t. ``q, v``.
+
+Run (pinned, float64): ``taskset -c 0 python benchmarks/nan_fuzz.py --samples 100000`` writes
+``benchmarks/results/nan_fuzz.{json,md}`` (``--out`` to change). ``--pairs sphere-box,...``
+restricts the collision stage, ``--chunk`` sets the vmapped batch. Any non-finite entry is a bug;
+the JSON keeps the first offending input of each stage for reproduction.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import equinox as eqx  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import jaxsim_contact as jc  # noqa: E402
+
+CONVEX = ("sphere", "ellipsoid", "box", "capsule", "cylinder", "cone", "mesh")
+PAIRS = tuple(itertools.combinations_with_replacement(CONVEX, 2)) + tuple(("plane", t) for t in CONVEX)
+ORIENTATIONS = ("random", "parallel", "edge_edge", "coincident_centres", "identical")
+SCALES = (1e-3, 1.0, 1e3)
+
+
+# -- shapes ---------------------------------------------------------------------------------------
+
+
+def base_mesh() -> jc.ConvexMesh:
+    """A fixed 12-vertex convex polytope (random points on a sphere, seed 0) of radius 1; each
+    sample stretches it (a linear map keeps the hull's faces and adjacency)."""
+    rng = np.random.default_rng(0)
+    d = rng.normal(size=(12, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    return jc.ConvexMesh.from_points(d)
+
+
+def make_shape(kind: str, size: jax.Array, mesh: jc.ConvexMesh):
+    """Shape of type ``kind`` with size parameters taken from ``size`` ``(3,)`` (m)."""
+    if kind == "sphere":
+        return jc.Sphere(size[0])
+    if kind == "ellipsoid":
+        return jc.Ellipsoid(size)
+    if kind == "box":
+        return jc.Box(size)
+    if kind in ("capsule", "cylinder", "cone"):
+        cls = {"capsule": jc.Capsule, "cylinder": jc.Cylinder, "cone": jc.Cone}[kind]
+        return cls(size[0], size[1])
+    if kind == "mesh":
+        return eqx.tree_at(lambda m: (m.vertices, m.center_local), mesh,
+                           (mesh.vertices * size, mesh.center_local * size))
+    if kind == "plane":
+        return jc.Plane()
+    raise ValueError(kind)
+
+
+def _quat(axis, angle):
+    axis = np.asarray(axis, float) / np.linalg.norm(axis)
+    return np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * axis])
+
+
+def _quat_mul(a, b):
+    w1, x1, y1, z1 = np.moveaxis(a, -1, 0)
+    w2, x2, y2, z2 = np.moveaxis(b, -1, 0)
+    return np.stack([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2], -1)
+
+
+def _rotate(q, v):
+    w, u = q[..., :1], q[..., 1:]
+    t = 2 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+def _random_quats(rng, n):
+    q = rng.normal(size=(n, 4))
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
+# -- collision stage ------------------------------------------------------------------------------
+
+
+def collision_samples(rng, kind_a: str, kind_b: str, n: int) -> dict[str, np.ndarray]:
+    """Host-side random configurations of one pair (see the module docstring)."""
+    scale = rng.choice(SCALES, size=n)
+    size_a = rng.uniform(0.2, 1.0, (n, 3)) * scale[:, None]
+    size_b = rng.uniform(0.2, 1.0, (n, 3)) * scale[:, None]
+    mode = rng.integers(0, len(ORIENTATIONS), n)
+    touch = rng.random(n) < 0.5
+    quat_a = _random_quats(rng, n)
+    quat_b = _random_quats(rng, n)
+    pos_a = rng.uniform(-1, 1, (n, 3)) * scale[:, None]
+    direction = rng.normal(size=(n, 3))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    gap = rng.uniform(0.0, 3.0, n) * scale
+    pos_b = pos_a + gap[:, None] * direction
+    z_axis = _rotate(quat_a, np.array([0.0, 0.0, 1.0]))
+    parallel = mode == 1
+    quat_b[parallel] = quat_a[parallel]
+    pos_b[parallel] = pos_a[parallel] + gap[parallel, None] * z_axis[parallel]
+    edge = mode == 2
+    turn = _quat_mul(_quat([0, 0, 1], np.pi / 4), _quat([1, 0, 0], np.pi / 2))
+    quat_b[edge] = _quat_mul(quat_a[edge], turn)
+    pos_b[edge] = pos_a[edge] + gap[edge, None] * z_axis[edge]
+    coincident = mode >= 3
+    pos_b[coincident] = pos_a[coincident]
+    identical = mode == 4
+    quat_b[identical] = quat_a[identical]
+    if kind_a == kind_b:
+        size_b[identical] = size_a[identical]
+    return dict(
+        pos_a=pos_a, quat_a=quat_a, pos_b=pos_b, quat_b=quat_b, size_a=size_a, size_b=size_b,
+        touch=touch, mode=mode, scale=scale,
+        tangent=rng.normal(size=(n, 20)), cotangent=rng.normal(size=(n, 10)),
+    )
+
+
+def collision_fn(kind_a: str, kind_b: str, mesh: jc.ConvexMesh):
+    """Vmapped, jitted ``sample -> (values, jvp outputs, vjp outputs)`` for one pair."""
+
+    def query(pos_a, quat_a, pos_b, quat_b, size_a, size_b):
+        r = jc.collision.distance(make_shape(kind_a, size_a, mesh), jc.Transform(pos_a, quat_a),
+                                  make_shape(kind_b, size_b, mesh), jc.Transform(pos_b, quat_b))
+        return jnp.concatenate([r.signed_distance[None], r.point_a, r.point_b, r.normal])
+
+    def one(s):
+        args = [s["pos_a"], s["quat_a"], s["pos_b"], s["quat_b"], s["size_a"], s["size_b"]]
+        first = jax.lax.stop_gradient(query(*args))
+        # touching: move b along the normal by the signed distance (closes the gap / the overlap)
+        args[2] = jnp.where(s["touch"], args[2] - first[0] * first[7:10], args[2])
+        args = [jax.lax.stop_gradient(a) for a in args]
+        splits = np.cumsum([3, 4, 3, 4, 3])
+        tangents = jnp.split(s["tangent"], splits)
+        values, forward = jax.jvp(query, tuple(args), tuple(tangents))
+        _, pullback = jax.vjp(query, *args)
+        reverse = jnp.concatenate([c.ravel() for c in pullback(s["cotangent"])])
+        return values, forward, reverse
+
+    return jax.jit(jax.vmap(one))
+
+
+def _count(tree) -> int:
+    return int(sum(int(jnp.sum(~jnp.isfinite(x))) for x in jax.tree_util.tree_leaves(tree)))
+
+
+def _first_bad(sample: dict, outputs) -> dict | None:
+    bad = np.zeros(len(next(iter(sample.values()))), bool)
+    for x in jax.tree_util.tree_leaves(outputs):
+        bad |= ~np.all(np.isfinite(np.asarray(x)).reshape(len(bad), -1), axis=1)
+    if not bad.any():
+        return None
+    i = int(np.argmax(bad))
+    return {k: np.asarray(v[i]).tolist() for k, v in sample.items()}
+
+
+def run_collision(pairs, samples: int, chunk: int, seed: int, log=print, on_row=None) -> list[dict]:
+    mesh = base_mesh()
+    rows = []
+    for index, (kind_a, kind_b) in enumerate(pairs):
+        rng = np.random.default_rng([seed, index])
+        fn = collision_fn(kind_a, kind_b, mesh)
+        counts = dict(values=0, jvp=0, vjp=0)
+        example, compile_s, run_s, done = None, 0.0, 0.0, 0
+        while done < samples:
+            size = min(chunk, samples - done)
+            sample = collision_samples(rng, kind_a, kind_b, chunk)  # fixed batch shape: one compile
+            t0 = time.perf_counter()
+            out = jax.block_until_ready(fn({k: jnp.asarray(v) for k, v in sample.items()}))
+            elapsed = time.perf_counter() - t0
+            if done == 0:
+                compile_s = elapsed
+            else:
+                run_s += elapsed
+            out = jax.tree_util.tree_map(lambda x: x[:size], out)
+            sample = {k: v[:size] for k, v in sample.items()}
+            for name, part in zip(("values", "jvp", "vjp"), out):
+                counts[name] += _count(part)
+            if example is None and sum(counts.values()):
+                example = _first_bad(sample, out)
+            done += size
+        row = dict(pair=f"{kind_a}-{kind_b}", samples=done, **counts,
+                   first_call_s=round(compile_s, 2), run_s=round(run_s, 2), example=example)
+        log(f"  collision {row['pair']:<20} n={done:>7}  non-finite values {counts['values']} "
+            f"jvp {counts['jvp']} vjp {counts['vjp']}  (first call {compile_s:.1f} s, "
+            f"rest {run_s:.1f} s)")
+        rows.append(row)
+        if on_row is not None:
+            on_row(rows)
+    return rows
+
+
+# -- solver stage ---------------------------------------------------------------------------------
+
+SOLVER_CONTACTS = 4
+SOLVER_MODES = ("jacobian_rank6", "full_rank", "rank_one", "zero")
+
+
+def solver_samples(rng, n: int) -> dict[str, np.ndarray]:
+    m = 3 * SOLVER_CONTACTS
+    mode = rng.integers(0, len(SOLVER_MODES), n)
+    jac = rng.normal(size=(n, m, 6))
+    delassus = jac @ np.swapaxes(jac, 1, 2)  # rank 6
+    full = rng.normal(size=(n, m, m))
+    full = full @ np.swapaxes(full, 1, 2) + 1e-3 * np.eye(m)
+    delassus[mode == 1] = full[mode == 1]
+    u = rng.normal(size=(n, m))
+    delassus[mode == 2] = (u[:, :, None] * u[:, None, :])[mode == 2]
+    delassus[mode == 3] = 0.0
+    magnitude = rng.choice([1e-6, 1.0, 1e6], size=n)
+    delassus *= magnitude[:, None, None]
+    free_velocity = rng.normal(size=(n, m)) * rng.choice([1e-6, 1.0, 1e6], size=n)[:, None]
+    friction = rng.uniform(0, 1.5, (n, SOLVER_CONTACTS))
+    friction[rng.random(n) < 0.3] = 0.0
+    compliance = np.where(rng.random((n, 1)) < 0.3, rng.uniform(0, 1e-3, (n, m)), 0.0)
+    active = rng.random((n, SOLVER_CONTACTS)) < 0.8
+    return dict(delassus=delassus, free_velocity=free_velocity, friction=friction,
+                compliance=compliance, active=active, mode=mode,
+                t_delassus=rng.normal(size=(n, m, m)), t_free=rng.normal(size=(n, m)),
+                t_friction=rng.normal(size=(n, SOLVER_CONTACTS)),
+                cotangent=rng.normal(size=(n, SOLVER_CONTACTS, 3)))
+
+
+def solver_fn():
+    def force(delassus, free_velocity, friction, compliance, active):
+        problem = jc.contact.ContactProblem(delassus, free_velocity, friction, compliance, active)
+        return jc.contact.solve(problem).force
+
+    def one(s):
+        sym = 0.5 * (s["t_delassus"] + s["t_delassus"].T)
+        f = lambda g, v, mu: force(g, v, mu, s["compliance"], s["active"])  # noqa: E731
+        primal = (s["delassus"], s["free_velocity"], s["friction"])
+        values, forward = jax.jvp(f, primal, (sym, s["t_free"], s["t_friction"]))
+        _, pullback = jax.vjp(f, *primal)
+        return values, forward, pullback(s["cotangent"])
+
+    return jax.jit(jax.vmap(one))
+
+
+def run_generic(name, make_samples, fn, samples, chunk, seed, log=print) -> dict:
+    rng = np.random.default_rng([seed, 1000 + len(name)])
+    counts = dict(values=0, jvp=0, vjp=0)
+    example, compile_s, run_s, done = None, 0.0, 0.0, 0
+    while done < samples:
+        size = min(chunk, samples - done)
+        sample = make_samples(rng, chunk)
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn({k: jnp.asarray(v) for k, v in sample.items()}))
+        elapsed = time.perf_counter() - t0
+        compile_s, run_s = (elapsed, run_s) if done == 0 else (compile_s, run_s + elapsed)
+        out = jax.tree_util.tree_map(lambda x: x[:size], out)
+        sample = {k: v[:size] for k, v in sample.items()}
+        for part_name, part in zip(("values", "jvp", "vjp"), out):
+            counts[part_name] += _count(part)
+        if example is None and sum(counts.values()):
+            example = _first_bad(sample, out)
+        done += size
+    log(f"  {name:<30} n={done:>7}  non-finite values {counts['values']} jvp {counts['jvp']} "
+        f"vjp {counts['vjp']}  (first call {compile_s:.1f} s, rest {run_s:.1f} s)")
+    return dict(stage=name, samples=done, **counts, first_call_s=round(compile_s, 2),
+                run_s=round(run_s, 2), example=example)
+
+
+# -- step stage -----------------------------------------------------------------------------------
+
+_MESH_POINTS = " ".join(f"{x:.4f}" for x in (0.1 * base_mesh().vertices).ravel().tolist())
+STEP_SCENE = f"""<mujoco model="fuzz">
+  <option timestep="0.002"/>
+  <asset><mesh name="hull" vertex="{_MESH_POINTS}"/></asset>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <body name="box" pos="0 0 0.3"><freejoint/><geom type="box" size="0.1 0.07 0.05" mass="1"/></body>
+    <body name="ball" pos="0.1 0 0.3"><freejoint/><geom type="sphere" size="0.08" mass="1"/></body>
+    <body name="rock" pos="0.1 0.1 0.3"><freejoint/><geom type="mesh" mesh="hull" mass="1"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def step_model():
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fuzz.xml"
+        path.write_text(STEP_SCENE)
+        return jc.load(path)
+
+
+def step_samples(rng, n: int, bodies: int = 3) -> dict[str, np.ndarray]:
+    pos = rng.uniform([-0.15, -0.15, -0.05], [0.15, 0.15, 0.25], (n, bodies, 3))
+    quat = _random_quats(rng, n * bodies).reshape(n, bodies, 4)
+    q = np.concatenate([pos, quat], axis=-1).reshape(n, 7 * bodies)
+    speed = rng.choice([1.0, 100.0], size=n)
+    v = rng.normal(size=(n, 6 * bodies)) * speed[:, None]
+    return dict(q=q, v=v, t_q=rng.normal(size=q.shape), t_v=rng.normal(size=v.shape),
+                c_q=rng.normal(size=q.shape), c_v=rng.normal(size=v.shape))
+
+
+def step_fn(model):
+    state0 = jc.init(model)
+
+    def next_qv(q, v):
+        state = jc.step(model, eqx.tree_at(lambda s: (s.q, s.v), state0, (q, v)))
+        return state.q, state.v
+
+    def one(s):
+        values, forward = jax.jvp(next_qv, (s["q"], s["v"]), (s["t_q"], s["t_v"]))
+        _, pullback = jax.vjp(next_qv, s["q"], s["v"])
+        return values, forward, pullback((s["c_q"], s["c_v"]))
+
+    return jax.jit(jax.vmap(one))
+
+
+# -- main -----------------------------------------------------------------------------------------
+
+
+def markdown(result: dict) -> str:
+    lines = [
+        "# NaN fuzz",
+        "",
+        f"Command: `{result['command']}`  ",
+        f"Machine: {result['machine']}; load average at start {result['load_average_start']}, "
+        f"at end {result['load_average_end']}; wall time {result['wall_s']:.0f} s.",
+        "",
+        "Non-finite entries (values; forward-mode jvp outputs; reverse-mode vjp outputs). "
+        "Every configuration mixes the orientation modes "
+        f"{', '.join(ORIENTATIONS)}, a touching flag and scales {SCALES} (see the script).",
+        "",
+        "| stage | samples | values | jvp | vjp | first call (s) | rest (s) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in result["collision"]:
+        lines.append(f"| collision {row['pair']} | {row['samples']} | {row['values']} | "
+                     f"{row['jvp']} | {row['vjp']} | {row['first_call_s']} | {row['run_s']} |")
+    for row in result["other"]:
+        lines.append(f"| {row['stage']} | {row['samples']} | {row['values']} | {row['jvp']} | "
+                     f"{row['vjp']} | {row['first_call_s']} | {row['run_s']} |")
+    total = sum(r["values"] + r["jvp"] + r["vjp"] for r in result["collision"] + result["other"])
+    lines += ["", f"Total non-finite entries: **{total}**."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--samples", type=int, default=100_000, help="per collision pair")
+    parser.add_argument("--solver-samples", type=int, default=None, help="default: --samples")
+    parser.add_argument("--step-samples", type=int, default=None, help="default: --samples / 10")
+    parser.add_argument("--chunk", type=int, default=2000)
+    parser.add_argument("--pairs", default="", help="comma list like sphere-box,plane-mesh")
+    parser.add_argument("--plane-first", action="store_true",
+                        help="run the (cheap, closed-form) plane pairs before the GJK pairs")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "nan_fuzz"))
+    args = parser.parse_args(argv)
+    pairs = PAIRS if not args.pairs else tuple(tuple(p.split("-")) for p in args.pairs.split(","))
+    if args.plane_first:
+        pairs = tuple(sorted(pairs, key=lambda p: p[0] != "plane"))
+    start = time.perf_counter()
+    load_start = os.getloadavg()
+    print(f"NaN fuzz: {len(pairs)} pairs x {args.samples} samples, chunk {args.chunk}", flush=True)
+    log = lambda s: print(s, flush=True)  # noqa: E731
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    collision, other = [], []
+
+    def write(_=None):
+        """Results so far (a partial run leaves a valid report)."""
+        result = dict(
+            command="taskset -c 0 python " + " ".join([sys.argv[0], *(argv or sys.argv[1:])]),
+            machine=f"{platform.machine()} {os.cpu_count()} cores, jax {jax.__version__}",
+            load_average_start=[round(x, 2) for x in load_start],
+            load_average_end=[round(x, 2) for x in os.getloadavg()],
+            wall_s=time.perf_counter() - start, collision=collision, other=other,
+        )
+        out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+        out.with_suffix(".md").write_text(markdown(result))
+        return result
+
+    solver_n = args.samples if args.solver_samples is None else args.solver_samples
+    step_n = args.samples // 10 if args.step_samples is None else args.step_samples
+    if solver_n:
+        other.append(run_generic("solver (ADMM/NCP, implicit)", solver_samples, solver_fn(),
+                                 solver_n, args.chunk, args.seed, log))
+        write()
+    if step_n:
+        other.append(run_generic("step (3 free bodies + floor)", step_samples,
+                                 step_fn(step_model()), step_n, min(args.chunk, 500), args.seed,
+                                 log))
+        write()
+    collision = run_collision(pairs, args.samples, args.chunk, args.seed, log,
+                              on_row=lambda rows: (collision.clear(), collision.extend(rows), write()))
+    print(markdown(write()))
+    total = sum(r["values"] + r["jvp"] + r["vjp"] for r in collision + other)
+    return 1 if total else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
