@@ -85,13 +85,13 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     return np.asarray(jc.math.quat_to_matrix(jnp.asarray(q)))
 
 
-def median_time(fn, repeats: int) -> float:
-    """Median wall time (s) of ``fn()`` over ``repeats`` calls."""
+def median_time(fn, repeats: int, clock=time.perf_counter) -> float:
+    """Median time (s) of ``fn()`` over ``repeats`` calls (wall clock unless ``clock`` is given)."""
     times = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
     return statistics.median(times)
 
 
@@ -268,6 +268,11 @@ def bench_jax(ps: PairSet, batch: int, batch1_queries: int, repeats: int, log):
                 compile_batched = time.perf_counter() - t0
             res = jax.block_until_ready(batched(*args))
             t_batch = median_time(lambda: jax.block_until_ready(batched(*args)), repeats)
+            # CPU time of this process (all its threads): what the query costs when the shared
+            # machine's other jobs delay it; equal to the wall time on an idle pinned core.
+            t_batch_cpu = median_time(
+                lambda: jax.block_until_ready(batched(*args)), repeats, clock=time.process_time
+            )
 
             # batch 1: one blocked call per pair (same compiled function for every pair)
             singles = []
@@ -297,6 +302,7 @@ def bench_jax(ps: PairSet, batch: int, batch1_queries: int, repeats: int, log):
                 mean_epa_iterations=float(np.asarray(res.epa_iterations[:n]).mean()),
                 converged_fraction=float(np.asarray(res.converged[:n]).mean()),
                 us_per_query_batch=t_batch / batch * 1e6,
+                us_per_query_batch_cpu=t_batch_cpu / batch * 1e6,
                 us_per_query_batch1=t_single * 1e6,
                 max_abs_error_vs_coal_separated=float(err[sep].max()) if sep.any() else None,
                 max_abs_error_vs_coal_penetrating=float(err[~sep].max()) if (~sep).any() else None,
@@ -509,7 +515,7 @@ def markdown(results) -> str:
         lines += [f"## {family}", ""]
         lines += [
             "| d (m) | variant | jax it mean / max | coal it mean / max | jax µs/q batch "
-            f"{meta['batch']} | jax µs/q batch 1 | coal native µs/q | coal loop µs/q | "
+            f"{meta['batch']} (wall / CPU) | jax µs/q batch 1 | coal native µs/q | coal loop µs/q | "
             "batch / coal native | max abs err vs coal |",
             "|---|---|---|---|---|---|---|---|---|---|",
         ]
@@ -530,7 +536,7 @@ def markdown(results) -> str:
                     method,
                     f"{j['mean_iterations']:.1f} / {j['max_iterations']}",
                     f"{c['mean_iterations']:.1f} / {c['max_iterations']}" if c else "–",
-                    f"{j['us_per_query_batch']:.2f}",
+                    f"{j['us_per_query_batch']:.2f} / {j.get('us_per_query_batch_cpu', float('nan')):.2f}",
                     f"{j['us_per_query_batch1']:.0f}",
                     f"{c['us_per_query_native']:.2f}" if c else "–",
                     f"{c['us_per_query_python_loop']:.2f}" if c else "–",
@@ -589,6 +595,12 @@ NOTES = (
     "duality gap (≤ 1e-8 m²), jaxsim_contact on a relative one (≤ εL(|x| + εL)), which is about 100× "
     "stricter at |x| = 1 cm and unreachable at |x| → 0 (touching, where jaxsim relies on its "
     "stall test).",
+    "The close-proximity set of the iteration target is the seed's (Table III: 0 ≤ d ≤ 0.1 m), "
+    "i.e. d ∈ {0, 0.01, 0.1} here; earlier versions of this benchmark also averaged in d = −0.01 "
+    "(overlapping).",
+    "EPA runs only when some lane of the batch needs it (``distance``'s batching rule branches on "
+    "'any lane penetrates'): a batch with one penetrating pair pays EPA's polytope set-up and its "
+    "slowest lane's EPA iterations for all 4096 lanes, which is what the d < 0 rows measure.",
     "coal native time includes its first-touch cost: each (variant, distance) pass builds fresh "
     "`ComputeDistance` functors and the first pass over the pairs is 2–8× slower than later ones "
     "(cold caches; 200 hulls of 1000 vertices do not fit in cache); the median of the passes is "
@@ -614,7 +626,8 @@ def targets(results) -> list[str]:
     out = []
     ell = results["families"].get("ellipsoid")
     if ell:
-        close = [d for d in DISTANCES if -0.01 <= d <= 0.1]
+        # Seed 000 Table III: "close-proximity when 0 ≤ dist(A1, A2) ≤ 0.1 m" (16 → 7 iterations).
+        close = [d for d in DISTANCES if 0.0 <= d <= 0.1]
         van = np.mean([ell["jax"]["vanilla"]["per_distance"][str(d)]["mean_iterations"] for d in close])
         nes = np.mean([ell["jax"]["nesterov"]["per_distance"][str(d)]["mean_iterations"] for d in close])
         ratio = nes / van
@@ -622,7 +635,7 @@ def targets(results) -> list[str]:
             f"Nesterov / vanilla mean GJK iterations on close-proximity ellipsoids (d ∈ {close}): "
             f"{nes:.1f} / {van:.1f} = {ratio:.2f} (target ≤ 0.6): {'MET' if ratio <= 0.6 else 'NOT MET'}"
         )
-        for d in (0.01, 0.1):
+        for d in close:
             v = ell["jax"]["vanilla"]["per_distance"][str(d)]["mean_iterations"]
             n = ell["jax"]["nesterov"]["per_distance"][str(d)]["mean_iterations"]
             out.append(f"  at d = {d}: {n:.1f} / {v:.1f} = {n / v:.2f}")
@@ -636,8 +649,15 @@ def targets(results) -> list[str]:
                 c = fam["coal"][method][str(d)]["us_per_query_native"]
                 ratios.append(j / c)
         worst, best = max(ratios), min(ratios)
+        cpu = [
+            fam["jax"][m]["per_distance"][str(d)].get("us_per_query_batch_cpu", float("nan"))
+            / fam["coal"][m][str(d)]["us_per_query_native"]
+            for m in VARIANTS
+            for d in DISTANCES
+        ]
         out.append(
             f"{family}: batched µs/query ÷ coal native µs/query ranges {best:.1f}× – {worst:.1f}× "
+            f"(with jax CPU time instead of wall time: {min(cpu):.1f}× – {max(cpu):.1f}×) "
             f"(target ≤ 2×): {'MET' if worst <= 2 else 'NOT MET'}"
         )
     return out
