@@ -698,7 +698,7 @@ def main(argv=None) -> int:
     """Run the benchmark; ``--quick`` for a < 3 minute smoke run."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (< 3 minutes)")
-    parser.add_argument("--pairs", type=int, help="ellipsoid pairs (default 1000, quick 50)")
+    parser.add_argument("--pairs", type=int, help="ellipsoid pairs (default 1000, quick 50; 0 skips them)")
     parser.add_argument("--mesh-pairs", type=int, help="hull pairs per size (default 200, quick 10)")
     parser.add_argument("--mesh-sizes", type=int, nargs="*", help="hull vertex counts (default 100 1000)")
     parser.add_argument("--batch", type=int, help="batched size (default 4096, quick 256)")
@@ -717,7 +717,7 @@ def main(argv=None) -> int:
         print("coal is required (pip install coal) for pair generation and as the peer", file=sys.stderr)
         return 2
     quick = args.quick
-    pairs = args.pairs or (50 if quick else 1000)
+    pairs = args.pairs if args.pairs is not None else (50 if quick else 1000)
     mesh_pairs = args.mesh_pairs or (10 if quick else 200)
     mesh_sizes = args.mesh_sizes if args.mesh_sizes is not None else ([100] if quick else [100, 1000])
     batch = args.batch or (256 if quick else 4096)
@@ -754,7 +754,7 @@ def main(argv=None) -> int:
         "families": {},
     }
     rng = np.random.default_rng(args.seed)
-    families = [("ellipsoid", "ellipsoid", pairs, None)] + [
+    families = [("ellipsoid", "ellipsoid", pairs, None)] * (pairs > 0) + [
         (f"hull{n}", "mesh", mesh_pairs, n) for n in mesh_sizes
     ]
     for label, kind, n, nv in families:
