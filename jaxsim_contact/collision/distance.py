@@ -12,9 +12,11 @@ recompiling; ``method``, ``max_iterations`` and ``epa_max_vertices`` are static.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
+import jax.custom_batching
 import jax.numpy as jnp
 
 from ..geometry.shapes import Ellipsoid, Plane, Shape, Sphere
@@ -312,9 +314,10 @@ def _query(
     # difference is K ⊕ ball(r_a + r_b) and, for the origin inside convex K, its distance to the
     # boundary is exactly depth_K + r_a + r_b along the same normal — no polytope has to
     # approximate the round part (a ball of radius r needs ~r/tol vertices to reach tol).
-    epa = run_epa(
-        core_support, gjk.points, gjk.support_a, gjk.support_b, gjk.mask, length,
-        max_vertices=epa_max_vertices, tolerance=epa_tolerance, skip=~needs_epa,
+    epa = _gated_epa(epa_max_vertices)(
+        needs_epa,
+        (shape_a, pose_a, shape_b, pose_b, gjk.points, gjk.support_a, gjk.support_b, gjk.mask,
+         length, jnp.asarray(epa_tolerance, dtype)),
     )
     # K without 3-D extent (coincident sphere centres, a centre on a capsule axis): depth_K = 0
     # and GJK's simplex already expresses the origin.
@@ -335,6 +338,53 @@ def _query(
             shape_a, pose_a, shape_b, pose_b, signed, point_a, point_b, normal, length
         )
     return CollisionResult(signed, point_a, point_b, normal, iterations, epa_iterations, converged)
+
+
+def _epa_on(operands, max_vertices, skip):
+    shape_a, pose_a, shape_b, pose_b, points, support_a, support_b, mask, length, tol = operands
+    core_support = _minkowski_support(shape_a, pose_a, shape_b, pose_b, core=True)
+    return run_epa(
+        core_support, points, support_a, support_b, mask, length,
+        max_vertices=max_vertices, tolerance=tol, skip=skip,
+    )
+
+
+@functools.cache
+def _gated_epa(max_vertices: int):
+    """``run_epa`` only where it is needed, also across a ``vmap`` batch.
+
+    ``needs`` is traced, so ``lax.cond`` on it would become a ``select`` under ``vmap`` and every
+    lane would pay for EPA's polytope set-up (~100× a GJK iteration at the default 128-vertex
+    budget) even when no lane penetrates. The batching rule branches on "any lane needs EPA"
+    instead: a batch of separated pairs skips EPA entirely; otherwise EPA runs on the whole
+    batch with the lanes that do not need it frozen from the start (``skip``). Lanes that skip
+    get an all-zero ``EPAResult``, which ``_query`` never selects.
+    """
+
+    def skipped(operands):
+        shapes = jax.eval_shape(lambda o: _epa_on(o, max_vertices, True), operands)
+        return jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
+
+    @jax.custom_batching.custom_vmap
+    def gated(needs, operands):
+        return jax.lax.cond(
+            needs, lambda o: _epa_on(o, max_vertices, False), skipped, operands
+        )
+
+    @gated.def_vmap
+    def _rule(axis_size, in_batched, needs, operands):
+        needs_batched, operands_batched = in_batched
+        if not needs_batched:
+            needs = jnp.broadcast_to(needs, (axis_size,))
+        axes = jax.tree.map(lambda batched: 0 if batched else None, operands_batched)
+        run = jax.vmap(lambda n, o: _epa_on(o, max_vertices, ~n), in_axes=(0, axes))
+        zeros = jax.tree.map(
+            lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(run, needs, operands)
+        )
+        out = jax.lax.cond(jnp.any(needs), run, lambda n, o: zeros, needs, operands)
+        return out, jax.tree.map(lambda _: True, out)
+
+    return gated
 
 
 _SMOOTH = (Sphere, Ellipsoid)

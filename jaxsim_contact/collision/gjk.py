@@ -23,6 +23,16 @@ than vanilla at every distance (e.g. 26.4 vs 30.1 at 0 m, 6.4 vs 7.8 at −0.01 
 (k+1)/(k+3), with the normalisation of Alg. 7 on non-strictly convex pairs only (as the seed
 intends it; see ``normalize``).
 
+Third, the scale of the gradient term, matching the seed authors' reference implementation:
+eq. 28b reads d_k = δ_k d_{k-1} + (1 - δ_k) ∇f(y_k) with ∇f(y) = 2y for f = |x|², but its
+initialisation d_{-1} = x_0 is a point of D, not a gradient, and the implementation that produced
+the seed's figures (hpp-fcl / coal ``GJK::evaluate``) uses y itself (and x_k for Polyak), so d_k
+stays a convex combination of points of D. The factor 2 doubles the weight of the gradient
+against the momentum at every step; measured on 100 random ellipsoid pairs (our stopping rule,
+ε = 1e-8): Nesterov mean iterations 26.7 → 24.4 at 0 m, 16.7 → 15.3 at 1 cm, 12.8 → 11.7 at
+10 cm (17.4 vs 11.6 at 1 m, where the seed also finds Nesterov detrimental); Polyak 28.4 → 27.4
+at 1 cm, equal or fewer at every distance.
+
 Stopping is certified: besides the seed's g(x_k) we keep the best lower bound on the distance
 given by any support plane seen, max_k <d_k, s_k>/|d_k|, and stop when |x_{k+1}| minus that bound
 is within εL. This is eq. 18 in bracket form; it stays meaningful as |x| → 0 (touching contact)
@@ -171,12 +181,14 @@ def run_gjk(
             if normalize:
                 # Alg. 7: normalised momentum and gradient directions.
                 accel_dir = delta * safe_normalize(state.direction) + (1 - delta) * safe_normalize(y)
-            else:  # eq. 28b (strictly convex D, where the seed's Alg. 7 is not needed)
-                accel_dir = delta * state.direction + (1 - delta) * 2.0 * y
+            else:  # eq. 28b (strictly convex D, where the seed's Alg. 7 is not needed), with
+                # the reference implementation's gradient scale y (see the module docstring)
+                accel_dir = delta * state.direction + (1 - delta) * y
         else:  # polyak (eq. 26a / 28b with y = x); unused for vanilla
-            # Decaying momentum 1/(k+1) (see the module docstring) instead of (k+1)/(k+3).
+            # Decaying momentum 1/(k+1) (see the module docstring) instead of (k+1)/(k+3), and
+            # the gradient term x_k at the reference implementation's scale.
             polyak_momentum = 1.0 / (k + 1)
-            accel_dir = polyak_momentum * state.direction + (1 - polyak_momentum) * 2.0 * x
+            accel_dir = polyak_momentum * state.direction + (1 - polyak_momentum) * x
         direction = jnp.where(state.accelerated, accel_dir, x)
         # Frank–Wolfe: s ∈ argmin_{s ∈ D} <d, s>  =  support of D in -d.
         s, s_a, s_b = support_fn(-direction)
