@@ -25,8 +25,10 @@ Modelling choices, all needed for ``v⁺ = 0`` to be reachable at all:
 
     python examples/inverse_standing_quadruped.py [--mode jacfwd|jacrev] [--all-geoms]
 
-Measured (see the report of issue 6): converges from τ = 0 to ‖v⁺‖ < 1e-12 in a handful of
-iterations.
+Measured 2026-11-23 (jacfwd and jacrev alike): ‖v⁺‖ = 0.313 at τ = 0, 1.8e-14 after one
+Gauss–Newton step — in this stance the feet stick, so ``v⁺`` is affine in ``τ`` until a foot's
+force reaches its friction cone, and one step lands on the fixed point; the floor then carries
+the robot's weight on its four feet (42, 44, 35, 36 N).
 """
 
 from __future__ import annotations
