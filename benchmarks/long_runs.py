@@ -364,8 +364,8 @@ def markdown(results) -> str:
         for r in results["tunnel"]:
             lines.append(
                 f"| {r['body']} r={r['radius_m']:g} | {r['thickness_m']:g} | {r['dt']:g} | "
-                f"{r['max_safe_v_dt_over_h']:.3g} | {_g(r['first_failing_v_dt_over_h'])} | "
-                f"{r['max_safe_v_dt_over_h_plus_2r']:.3g} | {r['predicted_v_dt_over_h']:.3g} | "
+                f"{r['max_safe_v_dt_over_h']:.4g} | {_g(r['first_failing_v_dt_over_h'], '.4g')} | "
+                f"{r['max_safe_v_dt_over_h_plus_2r']:.3g} | {r['predicted_v_dt_over_h']:.4g} | "
                 f"{r['max_safe_speed_m_s']:.3g} |")
         lines.append("")
     return "\n".join(lines)
