@@ -21,11 +21,17 @@ BRANCH = "main"
 TAG = "jc-header"
 NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 
-INSTALL = f'''# Colab or a fresh environment: install jaxsim_contact (and matplotlib) from the repository.
+#: packages a notebook needs beyond the package itself and matplotlib (robot URDFs, ...)
+EXTRA_PACKAGES = {"gradients_through_contact.ipynb": ("example-robot-data",)}
+
+
+def install_source(name: str) -> str:
+    extras = "".join(f' "{pkg}",' for pkg in EXTRA_PACKAGES.get(name, ()))
+    return f'''# Colab or a fresh environment: install jaxsim_contact (and matplotlib) from the repository.
 # A no-op where jaxsim_contact is already importable (a local `pip install -e .`, the test suite).
 import importlib.util, subprocess, sys
 if importlib.util.find_spec("jaxsim_contact") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "matplotlib",
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "matplotlib",{extras}
                     "jaxsim-contact @ git+https://github.com/{REPOSITORY}.git@{BRANCH}"], check=True)'''
 
 
@@ -35,7 +41,7 @@ def badge(name: str) -> str:
 
 
 def header_cells(name: str) -> list:
-    cells = [nbformat.v4.new_markdown_cell(badge(name)), nbformat.v4.new_code_cell(INSTALL)]
+    cells = [nbformat.v4.new_markdown_cell(badge(name)), nbformat.v4.new_code_cell(install_source(name))]
     for cell in cells:
         cell.metadata["tags"] = [TAG]
     # stable ids keep the diff small when the header is regenerated
