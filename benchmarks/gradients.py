@@ -62,6 +62,7 @@ jax.config.update("jax_enable_x64", True)  # a script, not the library
 import mujoco  # noqa: E402
 
 import jaxsim_contact as jc  # noqa: E402
+import step as step_bench  # noqa: E402  (benchmarks/step.py: shared scenes and timing)
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -153,22 +154,7 @@ def scenes(settle: int) -> dict:
         out["humanoid"] = (humanoid, *_settle(humanoid, q0, settle))
     except ImportError:
         print("humanoid skipped: mujoco-mjx is not installed (pip install -e '.[bench]')")
-    from jaxsim_contact.io.urdf import default_package_dirs
-
-    root = next(d for d in default_package_dirs() if d.name == "robots")
-    path = root / "panda_description/urdf/panda.urdf"
-    spec = jc.io.prepare_spec(path, ignore_equality=True)
-    spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[10, 10, 0.1])
-    bodies = [b.name for b in spec.bodies if b.name != "world"]
-    for i, a in enumerate(bodies):  # self-collision off, as in the pipeline's robot tests
-        for b in bodies[i + 1:]:
-            spec.add_exclude(bodyname1=a, bodyname2=b)
-    _motors_on_joints(spec)
-    panda = jc.io.compile_spec(spec, path)
-    q0 = panda.qpos0.copy()
-    limited = panda.jnt_limited.astype(bool)
-    q0[panda.jnt_qposadr[limited]] = np.clip(q0[panda.jnt_qposadr[limited]], panda.jnt_range[limited, 0],
-                                             panda.jnt_range[limited, 1])
+    panda, q0 = step_bench.panda(edit=_motors_on_joints)
     out["panda"] = (panda, q0, np.zeros(panda.nv))  # an arm at rest: no settling needed
     sys.path.insert(0, str(ROOT / "examples"))
     from inverse_standing_quadruped import go2_mjmodel, standing_configuration
@@ -181,18 +167,7 @@ def scenes(settle: int) -> dict:
 
 # ---- timing -------------------------------------------------------------------------------------
 
-def _timed(fn, repeats: int):
-    """``(steady seconds, compile seconds, output)``: the first call compiles."""
-    t0 = time.perf_counter()
-    out = jax.block_until_ready(fn())
-    first = time.perf_counter() - t0
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(fn())
-        times.append(time.perf_counter() - t0)
-    steady = float(np.median(times))
-    return steady, max(first - steady, 0.0), out
+_timed = step_bench._median_time  # (steady s, compile s, output), blocked on results
 
 
 def _fd_inputs(x, h):

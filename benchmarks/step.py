@@ -66,9 +66,9 @@ def _compile_text(text: str, name: str):
         return jc.io.compile_spec(jc.io.prepare_spec(path), path)
 
 
-def _robot(file: str, floating_base: bool = False, **kwargs):
+def _robot(file: str, floating_base: bool = False, edit=None, **kwargs):
     """A URDF robot with a floor plane and every same-tree body pair excluded (self-collision off,
-    as in the pipeline's robot tests)."""
+    as in the pipeline's robot tests); ``edit(spec)``, if given, runs just before compiling."""
     from jaxsim_contact.io.urdf import default_package_dirs
 
     root = next(d for d in default_package_dirs() if d.name == "robots")
@@ -80,7 +80,19 @@ def _robot(file: str, floating_base: bool = False, **kwargs):
     for i, a in enumerate(bodies):
         for b in bodies[i + 1:]:
             spec.add_exclude(bodyname1=a, bodyname2=b)
+    if edit is not None:
+        edit(spec)
     return jc.io.compile_spec(spec, path)
+
+
+def panda(edit=None):
+    """``(MjModel, q0)``: the Panda on a floor, its reference pose clipped into the joint limits."""
+    mj = _robot("panda_description/urdf/panda.urdf", ignore_equality=True, edit=edit)
+    q0 = mj.qpos0.copy()
+    limited = mj.jnt_limited.astype(bool)
+    q0[mj.jnt_qposadr[limited]] = np.clip(q0[mj.jnt_qposadr[limited]], mj.jnt_range[limited, 0],
+                                          mj.jnt_range[limited, 1])
+    return mj, q0
 
 
 def scenes() -> dict:
@@ -99,12 +111,7 @@ def scenes() -> dict:
         out["humanoid"] = (humanoid, q0)
     except ImportError:
         print("humanoid skipped: mujoco-mjx is not installed (pip install -e '.[bench]')")
-    panda = _robot("panda_description/urdf/panda.urdf", ignore_equality=True)
-    q0 = panda.qpos0.copy()
-    limited = panda.jnt_limited.astype(bool)
-    q0[panda.jnt_qposadr[limited]] = np.clip(q0[panda.jnt_qposadr[limited]], panda.jnt_range[limited, 0],
-                                             panda.jnt_range[limited, 1])
-    out["panda"] = (panda, q0)
+    out["panda"] = panda()
     go2 = _robot("go2_description/urdf/go2.urdf", floating_base=True)
     q0 = go2.qpos0.copy()
     q0[2] = 0.45

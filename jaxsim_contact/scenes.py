@@ -1,5 +1,5 @@
-"""Built-in MJCF scenes (as text): box towers and piles, the sliding cube of seed 001 §IV, the
-demo scene. ``load(name, **kwargs)`` compiles one through ``jc.load``.
+"""Built-in MJCF scenes (as text): box towers and piles, the sliding cube of seed 001 §IV, a
+pushed ball on slide joints, the demo scene. ``load(name, **kwargs)`` compiles one through ``jc.load``.
 
 Every scene has a floor plane at ``z = 0``; boxes are free bodies unless stated otherwise.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["box_tower", "cube_pile", "dragged_cube", "demo_scene", "load", "SCENES"]
+__all__ = ["box_tower", "cube_pile", "dragged_cube", "pushed_ball", "demo_scene", "load", "SCENES"]
 
 
 def _header(name: str, dt: float, friction: float) -> str:
@@ -80,6 +80,21 @@ def dragged_cube(mass: float = 1.0, size: float = 0.2, friction: float = 0.4, dt
     )
 
 
+def pushed_ball(radius: float = 0.1, mass: float = 1.0, friction: float = 0.5, dt: float = 0.01) -> str:
+    """A sphere on two slide joints (``x``, pushed by force motor ``push``, N; ``z`` free) resting
+    on the floor: 2 dofs, one contact, one actuator — the smallest scene with contact and control
+    (what tests that compile many rollouts or gradients use). The sphere keeps MuJoCo's default
+    friction 1, so the pair's coefficient is ``max(friction, 1)``."""
+    return (
+        _header("pushed_ball", dt, friction)
+        + f'    <body name="ball" pos="0 0 {radius}">\n'
+        '      <joint name="x" type="slide" axis="1 0 0"/>\n'
+        '      <joint name="z" type="slide" axis="0 0 1"/>\n'
+        f'      <geom type="sphere" size="{radius}" mass="{mass}"/>\n'
+        "    </body>\n" + _FOOTER.replace("</mujoco>", '<actuator><motor name="push" joint="x"/></actuator>\n</mujoco>')
+    )
+
+
 def demo_scene(dt: float = 2e-3) -> str:
     """Boxes, spheres, capsules and a convex mesh (an irregular hull) dropped on a plane."""
     rng = np.random.default_rng(0)
@@ -110,11 +125,13 @@ def demo_scene(dt: float = 2e-3) -> str:
     return "".join(body) + _FOOTER
 
 
-SCENES = {"tower": box_tower, "pile": cube_pile, "dragged_cube": dragged_cube, "demo": demo_scene}
+SCENES = {"tower": box_tower, "pile": cube_pile, "dragged_cube": dragged_cube, "pushed_ball": pushed_ball,
+          "demo": demo_scene}
 
 
 def load(name: str, dtype=None, **kwargs):
-    """Compile the built-in scene ``name`` (``tower``, ``pile``, ``dragged_cube``, ``demo``) with
+    """Compile the built-in scene ``name`` (``tower``, ``pile``, ``dragged_cube``, ``pushed_ball``,
+    ``demo``) with
     ``jc.load``; keyword arguments go to the scene function."""
     from .io import load as load_file
 

@@ -149,20 +149,7 @@ def test_smoothed_converges_to_implicit_as_relaxation_vanishes(formulation, rhos
     assert errors[-1] < tight, errors
 
 
-# ---- (c) contact make within the step: a ball above the floor ----------------------------------
-
-BALL = """<mujoco model="ball">
-  <option timestep="0.01" gravity="0 0 -9.81"/>
-  <worldbody>
-    <geom name="floor" type="plane" size="1 1 0.1" friction="0.5 0.005 0.0001"/>
-    <body name="ball" pos="0 0 0.1">
-      <joint name="x" type="slide" axis="1 0 0"/>
-      <joint name="z" type="slide" axis="0 0 1"/>
-      <geom type="sphere" size="0.1" mass="1"/>
-    </body>
-  </worldbody>
-</mujoco>
-"""
+# ---- (c) contact make within the step: a ball above the floor (jc.scenes.pushed_ball) ----------------------------------
 
 #: relaxation in the pipeline's units (force problems: N · m/s²); the transition width in height
 #: is about 2√(ρ/m)·dt² = 0.2 mm here
@@ -172,13 +159,7 @@ BALL_RHO = 1.0
 @functools.cache
 def _ball(kind: str):
     """The ball scene with ``gradient`` ``"implicit"`` or ``"smoothed"`` (``ρ = BALL_RHO``)."""
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "ball.xml"
-        path.write_text(BALL)
-        model = jc.load(path, dtype=jnp.float64)
+    model = jc.scenes.load("pushed_ball", dtype=jnp.float64)  # its motor stays at 0
     # a 2 cm speculative margin: the contact is active (in the problem) over the whole sweep, so
     # the only switch is the complementarity one (λ_N = 0 ↔ λ_N > 0), the one relaxation smooths
     gradient = C.RelaxedComplementarity(BALL_RHO) if kind == "smoothed" else kind

@@ -21,31 +21,10 @@ import pytest
 
 import jaxsim_contact as jc
 
-#: a ball on two slide joints (x pushed by a motor, z free) above the floor: one contact, 2 dofs
-BALL = """<mujoco model="ball">
-  <option timestep="0.01" gravity="0 0 -9.81"/>
-  <worldbody>
-    <geom name="floor" type="plane" size="1 1 0.1" friction="0.5 0.005 0.0001"/>
-    <body name="ball" pos="0 0 0.1">
-      <joint name="x" type="slide" axis="1 0 0"/>
-      <joint name="z" type="slide" axis="0 0 1"/>
-      <geom type="sphere" size="0.1" mass="1"/>
-    </body>
-  </worldbody>
-  <actuator><motor name="push" joint="x"/></actuator>
-</mujoco>
-"""
-
-
 @functools.cache
 def ball(enable_contacts: bool = True):
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "ball.xml"
-        path.write_text(BALL)
-        model = jc.load(path, dtype=jnp.float64)
+    """A ball on two slide joints (x pushed by a motor, z free) above the floor: one contact, 2 dofs."""
+    model = jc.scenes.load("pushed_ball", dtype=jnp.float64)
     return model.replace_options(enable_contacts=enable_contacts)
 
 

@@ -8,36 +8,17 @@ reach the contact solve. Kept tiny because every reliability test compiles vmapp
 from __future__ import annotations
 
 import functools
-import tempfile
-from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
 
 import jaxsim_contact as jc
 
-PUSHER_XML = """<mujoco model="pusher">
-  <option timestep="0.01" gravity="0 0 -9.81"/>
-  <worldbody>
-    <geom name="floor" type="plane" size="5 5 0.1" friction="0.5 0.005 0.0001"/>
-    <body name="ball" pos="0 0 0.1">
-      <joint name="x" type="slide" axis="1 0 0"/>
-      <joint name="z" type="slide" axis="0 0 1"/>
-      <geom type="sphere" size="0.1" mass="1"/>
-    </body>
-  </worldbody>
-  <actuator><motor name="push" joint="x"/></actuator>
-</mujoco>
-"""
-
-
 @functools.cache
 def pusher() -> jc.Model:
-    """The pusher scene in float64 (loaded once per process)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "pusher.xml"
-        path.write_text(PUSHER_XML)
-        return jc.load(path, dtype=jnp.float64)
+    """The pusher scene (``jc.scenes.pushed_ball``, floor 0.5 / ball default friction) in float64,
+    loaded once per process."""
+    return jc.scenes.load("pushed_ball", dtype=jnp.float64)
 
 
 def batch_inputs(model: jc.Model, batch: int, horizon: int, seed: int = 0):
