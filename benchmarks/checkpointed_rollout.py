@@ -79,7 +79,7 @@ def main() -> None:
             rows.append(row)
             print(row, flush=True)
     load = os.getloadavg()
-    lines = [f"# jax.grad through jc.rollout: peak memory (XLA allocation plan), dragged cube\n",
+    lines = ["# jax.grad through jc.rollout: peak memory (XLA allocation plan), dragged cube\n",
              f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}\n",
              "| T | checkpoint_every | peak (MB) | temp (MB) | × T=min | compile (s) |"
              + (" max RSS (MiB) |" if args.rss else ""),

@@ -240,7 +240,7 @@ def run_table1(problems, seed, chunk):
 
 def timing_batch(batch, seed, colliding):
     rng = np.random.default_rng(seed)
-    meshes_a, meshes_b, pos, quat = [], [], [], []
+    meshes_a, meshes_b, pos = [], [], []
     for _ in range(batch):
         a, b = polyhedral_ellipsoid(rng), polyhedral_ellipsoid(rng)
         ra, rb = float(a.bounding_radius()), float(b.bounding_radius())

@@ -253,7 +253,6 @@ def bench_jax(ps: PairSet, batch: int, batch1_queries: int, repeats: int, log):
     out = {}
     index = np.arange(batch) % ps.n
     shapes_a, shapes_b = take(ps.shapes_a, index), take(ps.shapes_b, index)
-    one_a, one_b = take(ps.shapes_a, 0), take(ps.shapes_b, 0)
     for method in VARIANTS:
         query = partial(distance, method=method, max_iterations=MAX_ITERATIONS, tolerance=TOLERANCE)
         batched = jax.jit(jax.vmap(query))

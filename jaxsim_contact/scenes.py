@@ -117,7 +117,7 @@ def demo_scene(dt: float = 2e-3) -> str:
     ]
     for name, pos, kind, size, euler in layout:
         rot = f' euler="{euler[0]} {euler[1]} {euler[2]}"' if euler else ""
-        shape = f'type="mesh" mesh="rock"' if kind == "mesh" else f'type="{kind}" size="{size}"'
+        shape = 'type="mesh" mesh="rock"' if kind == "mesh" else f'type="{kind}" size="{size}"'
         body.append(
             f'    <body name="{name}" pos="{pos[0]} {pos[1]} {pos[2]}"{rot}>\n      <freejoint/>\n'
             f'      <geom {shape} density="600" friction="0.8 0.005 0.0001"/>\n    </body>\n'

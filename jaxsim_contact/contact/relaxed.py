@@ -59,7 +59,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .problem import ContactProblem, de_saxce, project_cone, project_dual_cone
+from .problem import de_saxce, project_cone, project_dual_cone
 
 __all__ = ["RelaxedComplementarity", "smoothed_force", "relaxed_residual", "relaxed_solution",
            "RELAXED_FORMULATIONS"]

@@ -165,7 +165,7 @@ class Go2Run(Env):
 
     @staticmethod
     def _upright(sim):
-        w, x, y, z = sim.q[3], sim.q[4], sim.q[5], sim.q[6]
+        x, y = sim.q[4], sim.q[5]
         return 1.0 - 2.0 * (x * x + y * y)  # z-axis of the base in world z (rotation entry R_zz)
 
     def observe(self, sim, task):

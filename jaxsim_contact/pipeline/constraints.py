@@ -73,7 +73,6 @@ def initial_contact_data(model: Model, dtype) -> ContactData:
 
 def _select_contacts(cands, budget: int):
     """Indices of the ``budget`` deepest active candidates and the overflow flag."""
-    dtype = cands.distance.dtype
     score = jnp.where(cands.active, -cands.distance, -jnp.inf)
     _, index = jax.lax.top_k(score, budget)
     overflow = jnp.sum(cands.active) > budget

@@ -11,7 +11,6 @@ cases (cases are batched with ``vmap``), sizes are ``n = 4`` contacts.
 
 import functools
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np

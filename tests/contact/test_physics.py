@@ -1,7 +1,6 @@
 """Known physics of each contact model (seed 001 §IV-A): CCP normal velocity when sliding, LCP
 pyramid bias, internal forces at stiction, heavy-on-light stack conditioning."""
 
-import jax
 import numpy as np
 
 import jaxsim_contact as jc

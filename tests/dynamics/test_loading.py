@@ -103,7 +103,7 @@ def test_urdf_package_uris_resolve_through_search_dirs(tmp_path):
     package = tmp_path / "share" / "my_robot"
     (package / "meshes").mkdir(parents=True)
     write_binary_stl(package / "meshes" / "tip.stl")
-    urdf = f"""<robot name="r">
+    urdf = """<robot name="r">
       <link name="base"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
       <link name="tip"><inertial><mass value="0.5"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
         <collision><geometry><mesh filename="package://my_robot/meshes/tip.stl"/></geometry></collision></link>

@@ -192,8 +192,6 @@ def test_candidate_pairs_follow_mujoco_filtering(tmp_path):
 
 def test_culling_budget_overflow_is_flagged_and_keeps_the_closest_pairs():
     model = jc.scenes.load("pile", nx=2, ny=2, nz=1, gap=1e-4)
-    from jaxsim_contact.pipeline import set_collision
-    from jaxsim_contact.pipeline.pairs import build_collision_structure
     import dataclasses
 
     kin = jc.dynamics.forward_kinematics(model, model.qpos0)
