@@ -170,6 +170,10 @@ class Options(eqx.Module):
       gravity: ``(3,)`` gravitational acceleration in the world frame (m/s²).
       baumgarte: dimensionless β ∈ [0, 1]; a penetration ``δ`` adds ``β δ / dt`` to the normal
         reference velocity (seed 001 §II, Baumgarte correction with ``k_B = β / Δt``).
+      max_correction_speed: cap (m/s, default 0.5) on that Baumgarte push-out speed ``β δ / dt``.
+        Without it a deep initial overlap is resolved explosively (``δ`` = 5 cm, β = 0.2,
+        dt = 2 ms: 5 m/s, benchmarks/results/long_runs.md); ordinary resting penetrations
+        (``β δ / dt`` ≈ 0.1 m/s at 1 mm) are unaffected.
       restitution: Newton restitution coefficient ``e ∈ [0, 1]`` (seed 001 §II, bias ``-e c^t``).
       restitution_threshold: approach speed (m/s) below which no restitution is applied (resting
         contacts do not jitter).
@@ -227,6 +231,7 @@ class Options(eqx.Module):
     dt: jax.Array
     gravity: jax.Array
     baumgarte: jax.Array = eqx.field(default_factory=lambda: _scalar(0.2))
+    max_correction_speed: jax.Array = eqx.field(default_factory=lambda: _scalar(0.5))
     restitution: jax.Array = eqx.field(default_factory=lambda: _scalar(0.0))
     restitution_threshold: jax.Array = eqx.field(default_factory=lambda: _scalar(0.2))
     contact_margin: jax.Array = eqx.field(default_factory=lambda: _scalar(1e-3))
@@ -295,17 +300,17 @@ class Options(eqx.Module):
         for name, low, high in (
             ("dt", 0.0, None), ("baumgarte", 0.0, 1.0), ("restitution", 0.0, 1.0),
             ("restitution_threshold", 0.0, None), ("contact_margin", 0.0, None),
-            ("compliance", 0.0, None), ("value_limit", 0.0, None),
+            ("compliance", 0.0, None), ("value_limit", 0.0, None), ("max_correction_speed", 0.0, None),
         ):
             value = getattr(self, name)
             if isinstance(value, jax.core.Tracer):
                 continue  # traced (vmapped / differentiated) options are not checked
             arr = np.asarray(value, dtype=np.float64)
-            bad = ~np.isfinite(arr) | (arr < low) | ((arr <= low) if name in ("dt", "value_limit") else False)
+            strict = name in ("dt", "value_limit", "max_correction_speed")
+            bad = ~np.isfinite(arr) | (arr < low) | ((arr <= low) if strict else False)
             if high is not None:
                 bad |= arr > high
             if np.any(bad):
-                strict = name in ("dt", "value_limit")
                 bounds = f"in [{low}, {high}]" if high is not None else (f"> {low}" if strict else f">= {low}")
                 raise ValueError(f"Options.{name} must be finite and {bounds}, got {arr.tolist()}")
 
@@ -445,7 +450,7 @@ class Model(eqx.Module):
         if unknown:
             raise TypeError(f"unknown option(s) {sorted(unknown)}; known: {sorted(fields)}")
         numeric = {"dt", "gravity", "baumgarte", "restitution", "restitution_threshold",
-                   "contact_margin", "compliance", "value_limit"}
+                   "contact_margin", "compliance", "value_limit", "max_correction_speed"}
         converted = {
             name: (jnp.asarray(value, dtype=self.dtype) if name in numeric else value)
             for name, value in changes.items()

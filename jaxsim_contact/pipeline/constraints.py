@@ -9,10 +9,11 @@ contact-free step (seed 001 eq. 2, with MuJoCo's implicit joint damping):
 2. Jacobian ``J`` ``(3n, nv)`` in the slot frames, Delassus ``G = J M̃⁻¹ Jᵀ`` from two triangular
    solves with ``L`` (seed 004 §II-C), ``c^f = J v_f`` and ``c^t = J v^t``;
 3. reference normal velocity (seed 001 §II, after eq. 9):
-   ``c*_N = −max(φ, 0)/Δt + β max(−φ, 0)/Δt`` — a separated contact may close exactly its gap
-   during the step (the "completed Taylor expansion" ``Φ/Δt``), a penetration is pushed out by the
-   Baumgarte term ``k_B = β/Δt``; when the contact closes during the step at an approach speed
-   above ``restitution_threshold``, ``c*_N = max(c*_N, −e c^t_N)`` (Newton restitution);
+   ``c*_N = −max(φ, 0)/Δt + min(β max(−φ, 0)/Δt, v_max)`` — a separated contact may close exactly
+   its gap during the step (the "completed Taylor expansion" ``Φ/Δt``), a penetration is pushed
+   out by the Baumgarte term ``k_B = β/Δt`` at most at ``v_max = max_correction_speed``; when
+   the contact closes during the step at an approach speed above ``restitution_threshold``,
+   ``c*_N = max(c*_N, −e c^t_N)`` (Newton restitution);
 4. the problem in *force units* (seed 001 §II: ``g / Δt``), ``G f + (c^f − c*)/Δt``, with
    friction ``μ`` (0 for joint limits) and normal compliance ``R``, is solved by the solver of the
    options, warm-started from the previous step's forces matched by candidate key and rotated into
@@ -162,7 +163,10 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     c_now = (J @ v).reshape(nslots, 3)
     beta = opts.baumgarte.astype(dtype)
     gap = jnp.maximum(distance, 0.0)
-    reference = (-gap + beta * jnp.maximum(-distance, 0.0)) / dt
+    # Baumgarte push-out, capped so that a deep overlap separates at a bounded speed
+    push_out = jnp.minimum(beta * jnp.maximum(-distance, 0.0) / dt,
+                           opts.max_correction_speed.astype(dtype))
+    reference = -gap / dt + push_out
     approach = -c_now[:, 2]
     closes = approach * dt > gap
     bounce = (approach > opts.restitution_threshold.astype(dtype)) & closes & is_contact
