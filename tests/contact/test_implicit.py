@@ -250,8 +250,9 @@ def test_hessian_matches_finite_differences_of_the_gradient():
 def test_float32_jacobians_are_finite_and_close_to_float64():
     """Float32 (GPU batches): the same manufactured NCP problems at a float32 tolerance give
     finite float32 Jacobians, within 1e-3 of the float64 ones where ``G + R`` is conditioned
-    for float32 (κ ≤ 2e3; beyond that the Tikhonov damping at ``ε^{2/3}`` times the RMS singular
-    value and the solver's tolerance dominate — e.g. 7e-2 at κ = 1.2e4)."""
+    for float32 (κ ≤ 2e3; beyond that the float32 rounding of the implicit system (rank cutoff
+    ``ε^{2/3} s_max``) and the solver's tolerance dominate — 7e-2 at κ = 1.2e4 was measured with the former
+    Tikhonov solve)."""
     (G, g, mu, R, _), labels = cases("ncp")
     J64 = compiled("ncp")[1](G, g, mu, R)[0]
     solver = C.ADMM("ncp", max_iterations=2000, tolerance=1e-5)
