@@ -101,6 +101,13 @@ class Smoothing(eqx.Module):
         the perturbation of the unit support direction; order 1 Gumbel closed form: softmax
         temperature in units of the shape's bounding radius; order 0: standard deviation of the
         pose perturbation (radians for rotations, pair size L for translations and shape sizes).
+        Not the paper's ε: seed 000 eqs. 26–28 apply ε to the *unnormalised* separation vector
+        x* (an angular smoothing ε/|x*| that grows without bound at contact), so its values
+        (1e-3 Gaussian, 1e-4 Gumbel) do not carry over. On the contact-pose benchmark (Table I,
+        12-vertex polyhedral ellipsoids of 0.1–0.6 m, ``benchmarks/collision_gradients.py``)
+        order 1 worked with ε ≈ 0.3 (Gaussian, M = 20), 0.1 (Gumbel, all vertices) and 0.05
+        (Gumbel, ``neighborhood=1``); larger ε (≥ 1 for Gumbel) wipes out the flat-face
+        curvature the rule needs far from contact and the optimisation stalls.
       num_samples: static M > 0, Monte Carlo samples (unused by the Gumbel closed form).
       neighborhood: static depth n_l ≥ 1 of the Gumbel closed form on ``ConvexMesh`` (seed 000
         Fig. 2): the softmax runs over the vertices within n_l edges of the witness vertex
