@@ -396,6 +396,9 @@ class Model(eqx.Module):
     geom_mesh: tuple[int, ...] = eqx.field(static=True)
     exclude_body_pairs: tuple[tuple[int, int], ...] = eqx.field(static=True)
     source: str = eqx.field(static=True, default="")
+    #: explicit geom pairs (MuJoCo ``<contact><pair>``): candidates whatever their contype /
+    #: conaffinity / exclusions, ``(geom1, geom2)`` indices
+    contact_geom_pairs: tuple[tuple[int, int], ...] = eqx.field(static=True, default=())
     #: static candidate collision pairs (:class:`jaxsim_contact.pipeline.CollisionStructure`),
     #: built at load time; ``None`` means "derive from the static geom fields when stepping"
     collision: Any = eqx.field(static=True, default=None)

@@ -191,6 +191,27 @@ def _translate_compiler_error(err: ValueError, path: Path) -> Exception:
     return ModelError(f"{path}: MuJoCo compiler: {text}")
 
 
+def _explicit_contact_pairs(mj, source: str) -> tuple[tuple[int, int], ...]:
+    """``<contact><pair>`` elements as ``(geom1, geom2)`` candidates. The engine takes friction
+    from the geoms (MuJoCo's maximum rule) and has no solref/solimp/margin per pair: a pair whose
+    sliding friction differs from that rule, or that sets a margin or gap, gets a warning naming it."""
+    import mujoco
+
+    pairs = []
+    for i in range(mj.npair):
+        g1, g2 = int(mj.pair_geom1[i]), int(mj.pair_geom2[i])
+        pairs.append((g1, g2))
+        geom_rule = max(float(mj.geom_friction[g1, 0]), float(mj.geom_friction[g2, 0]))
+        if (abs(float(mj.pair_friction[i, 0]) - geom_rule) > 1e-12 * max(1.0, geom_rule)
+                or float(mj.pair_margin[i]) != 0.0 or float(mj.pair_gap[i]) != 0.0):
+            name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_PAIR, i) or f"#{i}"
+            warnings.warn(
+                f"{source}: contact pair {name} (geoms {g1}, {g2}): its own friction "
+                f"{float(mj.pair_friction[i, 0])}, margin or gap are not used; the engine uses the "
+                f"geoms' friction {geom_rule} and the global contact margin", stacklevel=4)
+    return tuple(pairs)
+
+
 def _tree_from_mjmodel(mj) -> KinematicTree:
     parent = tuple(int(p) for p in mj.body_parentid)
     depth = [0] * mj.nbody
@@ -250,6 +271,7 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         (int(signature >> 16), int(signature & 0xFFFF))
         for signature in np.asarray(mj.exclude_signature, dtype=np.int64)
     )
+    contact_pairs = _explicit_contact_pairs(mj, source)
 
     return Model(
         tree=_tree_from_mjmodel(mj),
@@ -298,6 +320,7 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         geom_conaffinity=tuple(int(c) for c in mj.geom_conaffinity),
         geom_mesh=tuple(int(m) for m in mj.geom_dataid),
         exclude_body_pairs=exclude_pairs,
+        contact_geom_pairs=contact_pairs,
         source=source,
         collision=build_collision_structure(
             geom_type=tuple(_GEOM_FROM_MJ[int(t)] for t in mj.geom_type),
@@ -307,6 +330,7 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
             body_parent=tuple(int(p) for p in mj.body_parentid),
             body_joint_num=tuple(int(n) for n in mj.body_jntnum),
             exclude_body_pairs=exclude_pairs,
+            contact_geom_pairs=contact_pairs,
             mesh_vertices=tuple(np.asarray(v) for v in meshes),
         ),
     ).astype(dtype)  # default option objects (solver tolerances, ...) follow the model dtype

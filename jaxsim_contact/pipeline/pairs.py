@@ -110,6 +110,7 @@ def build_collision_structure(
     body_parent,
     body_joint_num,
     exclude_body_pairs=(),
+    contact_geom_pairs=(),
     mesh_vertices=(),
     generic_pair_budget: int = DEFAULT_GENERIC_PAIR_BUDGET,
 ) -> CollisionStructure:
@@ -119,6 +120,9 @@ def build_collision_structure(
       geom_type, geom_body, geom_contype, geom_conaffinity: per-geom tuples (MuJoCo order).
       body_parent, body_joint_num: per-body tuples of the kinematic tree.
       exclude_body_pairs: explicit ``(body1, body2)`` exclusions.
+      contact_geom_pairs: explicit ``(geom1, geom2)`` pairs (MuJoCo ``<pair>``): candidates
+        regardless of contype/conaffinity, kinematic-tree filters and exclusions; a pair the
+        filters already produce is kept once.
       mesh_vertices: per mesh, ``(V, 3)`` vertices (concrete values) for the hull; an empty tuple
         or traced values keep every vertex.
       generic_pair_budget: narrow-phase budget of groups without a closed form (GJK/EPA).
@@ -128,6 +132,7 @@ def build_collision_structure(
     weld = _weld_roots(tuple(body_parent), tuple(body_joint_num))
     excluded = {tuple(sorted(p)) for p in exclude_body_pairs}
     by_types: dict[tuple[GeomType, GeomType], list[tuple[int, int]]] = {}
+    candidates: set[tuple[int, int]] = set()
     ngeom = len(geom_type)
     for a in range(ngeom):
         for b in range(a + 1, ngeom):
@@ -145,11 +150,21 @@ def build_collision_structure(
                 continue
             if tuple(sorted((geom_body[a], geom_body[b]))) in excluded:
                 continue
-            if tb < ta:
-                a_, b_, ta, tb = b, a, tb, ta
-            else:
-                a_, b_ = a, b
-            by_types.setdefault((ta, tb), []).append((a_, b_))
+            candidates.add((a, b))
+    for a, b in contact_geom_pairs:
+        a, b = int(a), int(b)
+        if not (0 <= a < ngeom and 0 <= b < ngeom) or a == b:
+            raise ValueError(f"contact pair ({a}, {b}) must name two different geoms of {ngeom}")
+        if GeomType(geom_type[a]) == GeomType.PLANE and GeomType(geom_type[b]) == GeomType.PLANE:
+            raise ValueError(f"contact pair ({a}, {b}) joins two planes, which never collide")
+        candidates.add((min(a, b), max(a, b)))
+    for a, b in sorted(candidates):
+        ta, tb = GeomType(geom_type[a]), GeomType(geom_type[b])
+        if tb < ta:
+            a_, b_, ta, tb = b, a, tb, ta
+        else:
+            a_, b_ = a, b
+        by_types.setdefault((ta, tb), []).append((a_, b_))
 
     groups, offset = [], 0
     for (ta, tb), pairs in sorted(by_types.items()):
@@ -171,11 +186,11 @@ def build_collision_structure(
 
 @functools.lru_cache(maxsize=64)
 def _structure_from_static(geom_type, geom_body, contype, conaffinity, parent, joint_num, exclude,
-                           mesh_sizes):
+                           mesh_sizes, explicit=()):
     return build_collision_structure(
         geom_type=geom_type, geom_body=geom_body, geom_contype=contype,
         geom_conaffinity=conaffinity, body_parent=parent, body_joint_num=joint_num,
-        exclude_body_pairs=exclude,
+        exclude_body_pairs=exclude, contact_geom_pairs=explicit,
     )
 
 
@@ -189,6 +204,7 @@ def collision_structure(model) -> CollisionStructure:
         tuple(model.geom_type), tuple(model.geom_body), tuple(model.geom_contype),
         tuple(model.geom_conaffinity), tuple(tree.body_parent), tuple(tree.body_joint_num),
         tuple(model.exclude_body_pairs), tuple(int(v.shape[0]) for v in model.mesh_vertices),
+        tuple(model.contact_geom_pairs),
     )
     # all-vertex "hulls" for the fallback (vertex values may be traced here)
     return dataclasses.replace(

@@ -26,7 +26,7 @@ def rebuild_collision(model: Model, *, exclude_body_pairs=None,
         geom_type=model.geom_type, geom_body=model.geom_body, geom_contype=model.geom_contype,
         geom_conaffinity=model.geom_conaffinity, body_parent=model.tree.body_parent,
         body_joint_num=model.tree.body_joint_num, exclude_body_pairs=exclude,
-        mesh_vertices=tuple(np.asarray(v) for v in model.mesh_vertices),
+        contact_geom_pairs=model.contact_geom_pairs, mesh_vertices=tuple(np.asarray(v) for v in model.mesh_vertices),
         generic_pair_budget=generic_pair_budget,
     )
     return dataclasses.replace(model, exclude_body_pairs=exclude, collision=structure)

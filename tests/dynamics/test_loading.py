@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from pathlib import Path
 
@@ -21,6 +22,9 @@ from jaxsim_contact.io import (
     ModelParseError,
     UnsupportedFeatureError,
 )
+from jaxsim_contact.pipeline.pairs import build_collision_structure, collision_structure
+from jaxsim_contact.pipeline.scene import rebuild_collision
+from jaxsim_contact.types import GeomType
 from dynamics_reference import MODELS, robots_dir, scene_path
 
 
@@ -81,6 +85,50 @@ def test_contact_exclusions_are_kept_as_body_pairs(tmp_path):
     path = write(tmp_path, mjcf(body, '<contact><exclude body1="a" body2="c"/></contact>'))
     model = jc.load(path)
     assert model.exclude_body_pairs == ((model.body_names.index("a"), model.body_names.index("c")),)
+
+
+PAIR_XML = """<mujoco>
+  <worldbody>
+    <geom name="floor" type="plane" size="1 1 0.1" contype="0" conaffinity="0"/>
+    <body name="ball" pos="0 0 0.3"><freejoint/>
+      <geom name="ball" type="sphere" size="0.1" contype="0" conaffinity="0"/></body>
+    <body name="box" pos="0.5 0 0.3"><freejoint/>
+      <geom name="box" type="box" size="0.1 0.1 0.1" contype="0" conaffinity="0"/></body>
+  </worldbody>
+  <contact>%s</contact>
+</mujoco>"""
+
+
+def _pairs(model):
+    return sorted((g.type_a.name, g.type_b.name, a, b) for g in model.collision.groups
+                  for a, b in zip(g.geom_a, g.geom_b))
+
+
+def test_explicit_contact_pairs_become_candidates(tmp_path):
+    # contype = conaffinity = 0 everywhere (as in MuJoCo's humanoid): only <pair> makes contacts
+    assert _pairs(jc.load(write(tmp_path, PAIR_XML % ""))) == []
+    model = jc.load(write(tmp_path, PAIR_XML % '<pair geom1="ball" geom2="floor"/>'))
+    assert model.contact_geom_pairs == ((0, 1),)  # MuJoCo orders the pair by geom type
+    assert _pairs(model) == [("PLANE", "SPHERE", 0, 1)]
+    # a rebuilt structure, and the one derived from the static fields, keep the pair
+    assert _pairs(rebuild_collision(model)) == [("PLANE", "SPHERE", 0, 1)]
+    derived = collision_structure(dataclasses.replace(model, collision=None))
+    assert _pairs(dataclasses.replace(model, collision=derived)) == [("PLANE", "SPHERE", 0, 1)]
+    # the ball rests on the floor instead of falling through it
+    final, _ = jax.jit(jc.rollout)(model, jc.init(model), jnp.zeros((200, 0)))
+    assert abs(float(final.q[2]) - 0.1) < 2e-3 and int(final.error) == 0
+    assert float(final.q[9]) < -0.4  # the box, without a pair, falls through (free fall: -0.48)
+
+
+def test_explicit_pair_settings_the_engine_ignores_are_named(tmp_path):
+    path = write(tmp_path, PAIR_XML % '<pair name="slippery" geom1="ball" geom2="floor" friction="0.1 0.1 0.005 0.0001 0.0001"/>')
+    with pytest.warns(UserWarning, match="slippery.*friction 0.1.*geoms' friction 1.0"):
+        jc.load(path)
+    with pytest.raises(ValueError, match="two different geoms"):
+        build_collision_structure(
+            geom_type=(GeomType.SPHERE,), geom_body=(1,), geom_contype=(1,),
+            geom_conaffinity=(1,), body_parent=(0, 0), body_joint_num=(0, 1),
+            contact_geom_pairs=((0, 0),))
 
 
 def test_dtype_option_and_astype():
