@@ -97,6 +97,28 @@ def test_fixed_base_palm_is_part_of_the_robot():
     assert not (mj_pairs & pairs(jc.pipeline.add_floor(fixed, height=-1.0)))
 
 
+def test_contact_no_normal_force_can_resolve_is_masked(tmp_path):
+    """A box on a vertical hinge, 1 cm into the floor: no joint motion changes the normal gap
+    (normal Delassus entry exactly 0), so the penetrating contact is infeasible for any force.
+    The contact stage masks such rows (λ = 0) instead of letting the solver's residual grow
+    without bound; the penetration is still reported, the hinge still turns freely."""
+    xml = """
+    <mujoco><option timestep="0.002"/><worldbody>
+      <geom type="plane" size="5 5 0.1"/>
+      <body pos="0 0 0.04"><joint type="hinge" axis="0 0 1"/>
+        <geom type="box" size="0.1 0.05 0.05" pos="0.2 0 0"/></body>
+    </worldbody></mujoco>"""
+    path = tmp_path / "hinge.xml"
+    path.write_text(xml)
+    model = jc.load(path)
+    out = step(model, jc.init(model, v=jnp.ones(model.nv)), None)
+    assert int(out.error) == 0 and bool(out.contact.converged)
+    assert int(out.contact.num_active) == 0
+    assert float(out.contact.penetration) == pytest.approx(0.01, abs=1e-6)
+    np.testing.assert_allclose(np.asarray(out.contact.force), 0.0, atol=0.0)
+    np.testing.assert_allclose(np.asarray(out.v), 1.0, rtol=1e-9)  # no force spun the hinge
+
+
 def two_spheres_xml(tmp_path):
     xml = """
     <mujoco><option timestep="0.002"/><worldbody>
