@@ -399,6 +399,9 @@ class Model(eqx.Module):
     #: explicit geom pairs (MuJoCo ``<contact><pair>``): candidates whatever their contype /
     #: conaffinity / exclusions, ``(geom1, geom2)`` indices
     contact_geom_pairs: tuple[tuple[int, int], ...] = eqx.field(static=True, default=())
+    #: explicit geom-pair exclusions ``(geom1, geom2)`` (finer than :attr:`exclude_body_pairs`:
+    #: the world body may carry both a floor and a fixed-base robot's fused root link)
+    exclude_geom_pairs: tuple[tuple[int, int], ...] = eqx.field(static=True, default=())
     #: static candidate collision pairs (:class:`jaxsim_contact.pipeline.CollisionStructure`),
     #: built at load time; ``None`` means "derive from the static geom fields when stepping"
     collision: Any = eqx.field(static=True, default=None)

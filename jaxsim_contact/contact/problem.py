@@ -187,7 +187,9 @@ def project_cone(x: jax.Array, mu: jax.Array) -> jax.Array:
     xt = x[..., :2]
     xn = x[..., 2]
     t = safe_norm(xt)
-    inside = t <= mu * xn
+    # `xn >= 0`: with μ = 0 and x_T = 0 (a joint-limit row, a frictionless contact) `t <= μ xn`
+    # reads 0 <= −0 and would keep a negative normal component (a pulling limit).
+    inside = (t <= mu * xn) & (xn >= 0)
     polar = mu * t <= -xn
     alpha = (mu * t + xn) / (1.0 + mu * mu)
     unit_t = xt / jnp.where(t > 0, t, 1.0)[..., None]

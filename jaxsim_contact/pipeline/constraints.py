@@ -176,7 +176,17 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     compliance = jnp.where(is_contact, opts.compliance.astype(dtype), 0.0)
     # Joint-limit slots have zero tangent rows; μ = 0 pins their tangent force to 0 anyway, and a
     # unit-scale diagonal there keeps G + R non-singular (ADMM's (G + R + ρI)⁻¹ stays bounded).
-    normal_diag = jnp.diagonal(G).reshape(nslots, 3)[:, 2]
+    block_diag = jnp.diagonal(G).reshape(nslots, 3)
+    normal_diag = block_diag[:, 2]
+    # A contact whose normal Delassus entry vanishes next to its own block (the bodies cannot move
+    # relative to each other along the normal: a hinge axis along the normal, two geoms of one
+    # rigid assembly) cannot be resolved by any normal force: a penetrating one makes the NCP
+    # infeasible and the solver's residual grows without bound. Such rows are masked (λ = 0);
+    # their penetration is still reported. The threshold is relative to the slot's own block, so
+    # mass ratios between bodies never mask a real contact.
+    degenerate = normal_diag <= 100.0 * jnp.finfo(dtype).eps * jnp.sum(block_diag, -1)
+    geometric_active = active
+    active = active & ~degenerate
     tangent_pad = jnp.where(is_contact, 0.0, jnp.maximum(normal_diag, jnp.finfo(dtype).tiny))
     compliance_rows = jnp.stack([tangent_pad, tangent_pad, compliance], -1)
     problem = ContactProblem(G, g, friction, compliance=compliance_rows.reshape(-1), active=active)
@@ -188,7 +198,7 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
 
     any_active = jnp.any(active)
     converged = solution.converged | ~any_active
-    penetration = jnp.max(jnp.where(active & is_contact, -distance, 0.0), initial=0.0)
+    penetration = jnp.max(jnp.where(geometric_active & is_contact, -distance, 0.0), initial=0.0)
     data = ContactData(
         key=key, active=active, distance=distance, point=point, frame=frame, friction=friction,
         force=force, iterations=solution.iterations,

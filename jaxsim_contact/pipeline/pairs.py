@@ -9,7 +9,8 @@ model behaves as in MuJoCo C):
   pairs);
 * no parent/child pair: the weld group of one is not the parent weld group of the other, unless
   that parent is the world (geoms of a body still collide with the floor);
-* the body pair is not excluded explicitly (MJCF ``<exclude>``);
+* the body pair is not excluded explicitly (MJCF ``<exclude>``), nor the geom pair (set by
+  :func:`~jaxsim_contact.pipeline.set_collision`);
 * not two planes (unbounded both).
 
 Candidates are grouped by their (ordered) geom types: one :class:`PairGroup` per
@@ -111,6 +112,7 @@ def build_collision_structure(
     body_joint_num,
     exclude_body_pairs=(),
     contact_geom_pairs=(),
+    exclude_geom_pairs=(),
     mesh_vertices=(),
     generic_pair_budget: int = DEFAULT_GENERIC_PAIR_BUDGET,
 ) -> CollisionStructure:
@@ -123,6 +125,8 @@ def build_collision_structure(
       contact_geom_pairs: explicit ``(geom1, geom2)`` pairs (MuJoCo ``<pair>``): candidates
         regardless of contype/conaffinity, kinematic-tree filters and exclusions; a pair the
         filters already produce is kept once.
+      exclude_geom_pairs: explicit ``(geom1, geom2)`` exclusions (do not override
+        ``contact_geom_pairs``).
       mesh_vertices: per mesh, ``(V, 3)`` vertices (concrete values) for the hull; an empty tuple
         or traced values keep every vertex.
       generic_pair_budget: narrow-phase budget of groups without a closed form (GJK/EPA).
@@ -131,6 +135,7 @@ def build_collision_structure(
 
     weld = _weld_roots(tuple(body_parent), tuple(body_joint_num))
     excluded = {tuple(sorted(p)) for p in exclude_body_pairs}
+    excluded_geoms = {tuple(sorted((int(a), int(b)))) for a, b in exclude_geom_pairs}
     by_types: dict[tuple[GeomType, GeomType], list[tuple[int, int]]] = {}
     candidates: set[tuple[int, int]] = set()
     ngeom = len(geom_type)
@@ -148,7 +153,7 @@ def build_collision_structure(
                 wb != 0 and weld[body_parent[wb]] == wa and wa != 0
             ):
                 continue
-            if tuple(sorted((geom_body[a], geom_body[b]))) in excluded:
+            if tuple(sorted((geom_body[a], geom_body[b]))) in excluded or (a, b) in excluded_geoms:
                 continue
             candidates.add((a, b))
     for a, b in contact_geom_pairs:
@@ -186,11 +191,11 @@ def build_collision_structure(
 
 @functools.lru_cache(maxsize=64)
 def _structure_from_static(geom_type, geom_body, contype, conaffinity, parent, joint_num, exclude,
-                           mesh_sizes, explicit=()):
+                           mesh_sizes, explicit=(), exclude_geoms=()):
     return build_collision_structure(
         geom_type=geom_type, geom_body=geom_body, geom_contype=contype,
         geom_conaffinity=conaffinity, body_parent=parent, body_joint_num=joint_num,
-        exclude_body_pairs=exclude, contact_geom_pairs=explicit,
+        exclude_body_pairs=exclude, contact_geom_pairs=explicit, exclude_geom_pairs=exclude_geoms,
     )
 
 
@@ -204,7 +209,7 @@ def collision_structure(model) -> CollisionStructure:
         tuple(model.geom_type), tuple(model.geom_body), tuple(model.geom_contype),
         tuple(model.geom_conaffinity), tuple(tree.body_parent), tuple(tree.body_joint_num),
         tuple(model.exclude_body_pairs), tuple(int(v.shape[0]) for v in model.mesh_vertices),
-        tuple(model.contact_geom_pairs),
+        tuple(model.contact_geom_pairs), tuple(getattr(model, "exclude_geom_pairs", ())),
     )
     # all-vertex "hulls" for the fallback (vertex values may be traced here)
     return dataclasses.replace(

@@ -18,18 +18,26 @@ from .pairs import DEFAULT_GENERIC_PAIR_BUDGET, build_collision_structure
 __all__ = ["add_floor", "set_collision", "rebuild_collision"]
 
 
-def rebuild_collision(model: Model, *, exclude_body_pairs=None,
+def rebuild_collision(model: Model, *, exclude_body_pairs=None, exclude_geom_pairs=None,
                       generic_pair_budget: int = DEFAULT_GENERIC_PAIR_BUDGET) -> Model:
-    """Recompute the static candidate pairs (and mesh hulls) from the model's geoms."""
+    """Recompute the static candidate pairs (and mesh hulls) from the model's geoms.
+
+    ``exclude_body_pairs`` / ``exclude_geom_pairs`` (``(i, j)`` index pairs) replace the model's
+    when given; both are stored so later rebuilds (e.g. :func:`add_floor`) keep them.
+    """
     exclude = model.exclude_body_pairs if exclude_body_pairs is None else tuple(exclude_body_pairs)
+    exclude_geoms = (model.exclude_geom_pairs if exclude_geom_pairs is None
+                     else tuple((int(a), int(b)) for a, b in exclude_geom_pairs))
     structure = build_collision_structure(
         geom_type=model.geom_type, geom_body=model.geom_body, geom_contype=model.geom_contype,
         geom_conaffinity=model.geom_conaffinity, body_parent=model.tree.body_parent,
         body_joint_num=model.tree.body_joint_num, exclude_body_pairs=exclude,
-        contact_geom_pairs=model.contact_geom_pairs, mesh_vertices=tuple(np.asarray(v) for v in model.mesh_vertices),
+        contact_geom_pairs=model.contact_geom_pairs, exclude_geom_pairs=exclude_geoms,
+        mesh_vertices=tuple(np.asarray(v) for v in model.mesh_vertices),
         generic_pair_budget=generic_pair_budget,
     )
-    return dataclasses.replace(model, exclude_body_pairs=exclude, collision=structure)
+    return dataclasses.replace(model, exclude_body_pairs=exclude, exclude_geom_pairs=exclude_geoms,
+                               collision=structure)
 
 
 def add_floor(model: Model, *, height: float = 0.0, friction: float = 1.0,
@@ -60,24 +68,41 @@ def add_floor(model: Model, *, height: float = 0.0, friction: float = 1.0,
     return rebuild_collision(out)
 
 
-def set_collision(model: Model, *, self_collision: bool = True,
+def set_collision(model: Model, *, self_collision: bool = True, world_is_robot_base: bool = False,
                   generic_pair_budget: int = DEFAULT_GENERIC_PAIR_BUDGET) -> Model:
     """A copy with the candidate pairs rebuilt.
 
     Args:
       self_collision: ``False`` excludes every pair of two moving bodies of the same kinematic
         tree (robots then only touch the world and other trees), as an ``<exclude>`` per pair.
+      world_is_robot_base: the model is a fixed-base robot whose jointless root link MuJoCo's
+        compiler fused into the world body (a URDF loaded without ``floating_base``: the Allegro
+        palm, the Panda's ``link0``). Its geoms are then *world* geoms, and MuJoCo's parent/child
+        filter never applies to the world (C's ``filterparent`` rule needs both weld bodies
+        non-zero), so MuJoCo C itself collides the Allegro palm with the finger and thumb bases
+        at the rest pose (14 contacts, up to 3.7 cm deep). With ``self_collision=False`` and
+        this flag, the world's non-plane geoms and all trees hanging off the world form one
+        robot: its pairs are excluded (geom pairs for the world geoms, so a floor or a plane on
+        the world body still collides). Ignored when ``self_collision`` is ``True``.
       generic_pair_budget: narrow-phase budget of GJK/EPA groups (pairs per step).
     """
     exclude = list(model.exclude_body_pairs)
+    exclude_geoms = list(model.exclude_geom_pairs)
     if not self_collision:
         parent = model.tree.body_parent
         root = [0] * model.nbody
         for b in range(1, model.nbody):
             root[b] = b if parent[b] == 0 else root[parent[b]]
+        if world_is_robot_base:  # every tree hanging off the world belongs to the one robot
+            root = [0 if b == 0 else 1 for b in range(model.nbody)]
+            base_geoms = [g for g, body in enumerate(model.geom_body)
+                          if body == 0 and model.geom_type[g] != GeomType.PLANE]
+            exclude_geoms += [(g, h) for g in base_geoms
+                              for h, body in enumerate(model.geom_body) if body != 0]
         for a in range(1, model.nbody):
             for b in range(a + 1, model.nbody):
                 if root[a] == root[b]:
                     exclude.append((a, b))
     return rebuild_collision(model, exclude_body_pairs=tuple(exclude),
+                             exclude_geom_pairs=tuple(exclude_geoms),
                              generic_pair_budget=generic_pair_budget)

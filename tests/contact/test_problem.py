@@ -76,6 +76,22 @@ def test_cone_projection_properties():
     assert np.all(np.isfinite(grad))
 
 
+def test_frictionless_rows_cannot_pull():
+    """μ = 0 with a zero tangential part (every joint-limit row): ``‖x_T‖ ≤ μ x_N`` reads
+    ``0 ≤ −0`` for a negative normal component, which the projection used to keep — a pulling
+    limit, accepted as feasible by the residuals, so ADMM converged to it (the humanoid's limits
+    pulled with −3.9 N·m and its step Jacobian was 68 % off finite differences)."""
+    edge = jnp.asarray([[0.0, 0.0, -3.0], [0.0, 0.0, 2.0], [0.0, 0.0, 0.0], [0.5, 0.0, -1.0]])
+    np.testing.assert_array_equal(C.project_cone(edge, jnp.zeros(4)),
+                                  [[0, 0, 0], [0, 0, 2], [0, 0, 0], [0, 0, 0]])
+    # a limit row moving away from its bound (g_N > 0): the only solution is λ = 0
+    limit = C.ContactProblem(np.eye(3), np.array([0.0, 0.0, 1.0]), np.array([0.0]))
+    assert float(C.residuals(limit, jnp.array([[0.0, 0.0, -1.0]]))[0]) > 0.5
+    sol = C.solve(limit, C.ADMM("ncp", tolerance=1e-10))
+    assert bool(sol.converged)
+    np.testing.assert_allclose(sol.force, 0.0, atol=1e-9)
+
+
 def test_residuals_zero_at_known_solutions():
     # one contact, G = I: sticking (g opposes inside cone) and sliding cases in closed form
     G = np.eye(3)

@@ -18,8 +18,11 @@ from jaxsim_contact.pipeline.jacobian import limited_joints
 from conftest import rollout, step
 from dynamics_reference import SCENES, scene_path
 
-# robot -> initial base height (floating bases) ; self-collision is off (see the report: hard
-# contacts between links that interpenetrate in the reference pose make the NCP infeasible)
+# robot -> initial base height (floating bases; None = fixed base) ; self-collision is off: hard
+# contacts between links that interpenetrate in the reference pose make the NCP infeasible. A fixed
+# base's root link is fused into the world body by MuJoCo's compiler, so it is excluded from its own
+# links with `world_is_robot_base` (MuJoCo C collides the Allegro palm with the thumb base, 3.7 cm
+# deep, at qpos0: see test_fixed_base_palm_is_part_of_the_robot)
 ROBOTS = {"panda": None, "go2": 0.45, "allegro": None}
 # the Allegro palm is welded at the origin, fingers around it: its floor is 30 cm below (a floor
 # through the welded palm is an infeasible hard-contact problem, see the report)
@@ -32,7 +35,8 @@ def robot(name: str):
         warnings.filterwarnings("ignore", message=".*ignoring equality constraint")
         model = jc.load(scene_path(name), **SCENES[name][1])
     model = jc.pipeline.add_floor(model, height=FLOOR_HEIGHT.get(name, 0.0))
-    model = jc.pipeline.set_collision(model, self_collision=False)
+    model = jc.pipeline.set_collision(model, self_collision=False,
+                                      world_is_robot_base=ROBOTS[name] is None)
     q0 = np.asarray(model.qpos0).copy()
     if ROBOTS[name] is not None:
         q0[2] = ROBOTS[name]
@@ -62,6 +66,57 @@ def test_robot_runs_1000_steps_on_a_floor_with_limits_holding(name):
     if ROBOTS[name] is not None:  # a floating base ends on the floor, not through it
         assert float(jnp.max(traj.contact.penetration)) < 5e-3
         assert float(final.q[2]) > 0.0
+
+
+def test_fixed_base_palm_is_part_of_the_robot():
+    """MuJoCo fuses the Allegro palm (jointless URDF root) into the world body, where C's parent
+    filter does not apply: at qpos0 MuJoCo C itself collides the palm with finger and thumb bases
+    (the thumb base 3.7 cm deep, a contact no force can resolve). Our filters reproduce that by
+    default; ``world_is_robot_base`` drops exactly the palm-vs-link pairs, not the floor's."""
+    mujoco = pytest.importorskip("mujoco")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*ignoring equality constraint")
+        mj = jc.io.compile_mjmodel(scene_path("allegro"), **SCENES["allegro"][1])
+    data = mujoco.MjData(mj)
+    mujoco.mj_forward(mj, data)
+    mj_pairs = {tuple(sorted(map(int, c.geom))) for c in data.contact[: data.ncon]}
+    assert data.ncon > 0 and all(0 in p for p in mj_pairs)  # palm (world geom 0) vs links
+    base = jc.pipeline.add_floor(jc.io.from_mjmodel(mj))
+
+    def pairs(model):
+        return {tuple(sorted(p)) for g in model.collision.groups for p in zip(g.geom_a, g.geom_b)}
+
+    default = pairs(base)
+    assert mj_pairs <= default
+    fixed = jc.pipeline.set_collision(base, self_collision=False, world_is_robot_base=True)
+    kept = pairs(fixed)
+    floor = len(base.geom_type) - 1
+    assert not (mj_pairs & kept) and all(floor in p for p in kept)
+    assert {p for p in default if floor in p} == kept  # every link still meets the floor
+    # the exclusions survive a later rebuild (another floor appended)
+    assert not (mj_pairs & pairs(jc.pipeline.add_floor(fixed, height=-1.0)))
+
+
+def test_contact_no_normal_force_can_resolve_is_masked(tmp_path):
+    """A box on a vertical hinge, 1 cm into the floor: no joint motion changes the normal gap
+    (normal Delassus entry exactly 0), so the penetrating contact is infeasible for any force.
+    The contact stage masks such rows (λ = 0) instead of letting the solver's residual grow
+    without bound; the penetration is still reported, the hinge still turns freely."""
+    xml = """
+    <mujoco><option timestep="0.002"/><worldbody>
+      <geom type="plane" size="5 5 0.1"/>
+      <body pos="0 0 0.04"><joint type="hinge" axis="0 0 1"/>
+        <geom type="box" size="0.1 0.05 0.05" pos="0.2 0 0"/></body>
+    </worldbody></mujoco>"""
+    path = tmp_path / "hinge.xml"
+    path.write_text(xml)
+    model = jc.load(path)
+    out = step(model, jc.init(model, v=jnp.ones(model.nv)), None)
+    assert int(out.error) == 0 and bool(out.contact.converged)
+    assert int(out.contact.num_active) == 0
+    assert float(out.contact.penetration) == pytest.approx(0.01, abs=1e-6)
+    np.testing.assert_allclose(np.asarray(out.contact.force), 0.0, atol=0.0)
+    np.testing.assert_allclose(np.asarray(out.v), 1.0, rtol=1e-9)  # no force spun the hinge
 
 
 def two_spheres_xml(tmp_path):
