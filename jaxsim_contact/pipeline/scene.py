@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..model import Model
-from ..types import GeomType
+from ..types import GeomType, JointType
 from .pairs import DEFAULT_GENERIC_PAIR_BUDGET, build_collision_structure
 
 __all__ = ["add_floor", "set_collision", "rebuild_collision"]
@@ -81,9 +81,11 @@ def set_collision(model: Model, *, self_collision: bool = True, world_is_robot_b
         filter never applies to the world (C's ``filterparent`` rule needs both weld bodies
         non-zero), so MuJoCo C itself collides the Allegro palm with the finger and thumb bases
         at the rest pose (14 contacts, up to 3.7 cm deep). With ``self_collision=False`` and
-        this flag, the world's non-plane geoms and all trees hanging off the world form one
-        robot: its pairs are excluded (geom pairs for the world geoms, so a floor or a plane on
-        the world body still collides). Ignored when ``self_collision`` is ``True``.
+        this flag, the world's non-plane geoms and every tree articulated to the world (root
+        joint not free) form one robot: its pairs are excluded (geom pairs for the world geoms,
+        so a floor or a plane on the world body still collides). Free-floating objects (a free
+        root joint) keep colliding with the robot and with every world geom. Ignored when
+        ``self_collision`` is ``True``.
       generic_pair_budget: narrow-phase budget of GJK/EPA groups (pairs per step).
     """
     exclude = list(model.exclude_body_pairs)
@@ -93,12 +95,19 @@ def set_collision(model: Model, *, self_collision: bool = True, world_is_robot_b
         root = [0] * model.nbody
         for b in range(1, model.nbody):
             root[b] = b if parent[b] == 0 else root[parent[b]]
-        if world_is_robot_base:  # every tree hanging off the world belongs to the one robot
-            root = [0 if b == 0 else 1 for b in range(model.nbody)]
+        if world_is_robot_base:
+            # every tree articulated to the world belongs to the one robot; a tree with a free
+            # root joint is a separate object and keeps colliding with the robot and the base
+            tree = model.tree
+            free_root = [tree.body_joint_num[b] > 0
+                         and tree.joint_type[tree.body_joint_adr[b]] == JointType.FREE
+                         for b in range(model.nbody)]
+            robot = [b != 0 and not free_root[root[b]] for b in range(model.nbody)]
+            root = [-1 if robot[b] else root[b] for b in range(model.nbody)]
             base_geoms = [g for g, body in enumerate(model.geom_body)
                           if body == 0 and model.geom_type[g] != GeomType.PLANE]
             exclude_geoms += [(g, h) for g in base_geoms
-                              for h, body in enumerate(model.geom_body) if body != 0]
+                              for h, body in enumerate(model.geom_body) if robot[body]]
         for a in range(1, model.nbody):
             for b in range(a + 1, model.nbody):
                 if root[a] == root[b]:

@@ -73,7 +73,7 @@ def test_fixed_base_palm_is_part_of_the_robot():
     filter does not apply: at qpos0 MuJoCo C itself collides the palm with finger and thumb bases
     (the thumb base 3.7 cm deep, a contact no force can resolve). Our filters reproduce that by
     default; ``world_is_robot_base`` drops exactly the palm-vs-link pairs, not the floor's."""
-    mujoco = pytest.importorskip("mujoco")
+    import mujoco
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*ignoring equality constraint")
         mj = jc.io.compile_mjmodel(scene_path("allegro"), **SCENES["allegro"][1])
@@ -95,6 +95,31 @@ def test_fixed_base_palm_is_part_of_the_robot():
     assert {p for p in default if floor in p} == kept  # every link still meets the floor
     # the exclusions survive a later rebuild (another floor appended)
     assert not (mj_pairs & pairs(jc.pipeline.add_floor(fixed, height=-1.0)))
+
+
+def test_free_objects_still_meet_a_fixed_base_robot_and_the_world_geoms(tmp_path):
+    """``world_is_robot_base`` merges only the trees articulated to the world into the robot: a
+    free cube next to the arm still collides with the arm's links, its base and a world table."""
+    path = tmp_path / "arm_and_cube.xml"
+    path.write_text("""<mujoco><worldbody>
+      <geom name="floor" type="plane" size="2 2 0.1"/>
+      <geom name="base" type="cylinder" size="0.1 0.05" pos="0 0 0.05"/>
+      <geom name="table" type="box" size="0.2 0.2 0.1" pos="0.6 0 0.1"/>
+      <body name="link1" pos="0 0 0.1"><joint type="hinge" axis="0 0 1"/>
+        <geom name="link1" type="capsule" fromto="0 0 0 0.3 0 0" size="0.04"/>
+        <body name="link2" pos="0.3 0 0"><joint type="hinge" axis="0 1 0"/>
+          <geom name="link2" type="capsule" fromto="0 0 0 0.2 0 0" size="0.03"/></body></body>
+      <body name="cube" pos="0.6 0 0.3"><freejoint/><geom name="cube" type="box" size="0.05 0.05 0.05"/></body>
+    </worldbody></mujoco>""")
+    model = jc.pipeline.set_collision(jc.load(path), self_collision=False, world_is_robot_base=True)
+    names = model.geom_names
+    kept = {tuple(sorted((names[a], names[b]))) for g in model.collision.groups
+            for a, b in zip(g.geom_a, g.geom_b)}
+    for other in ("floor", "base", "table", "link1", "link2"):
+        assert tuple(sorted(("cube", other))) in kept, other
+    for robot_pair in (("base", "link1"), ("base", "link2"), ("link1", "link2")):
+        assert tuple(sorted(robot_pair)) not in kept, robot_pair
+    assert ("floor", "link2") in kept
 
 
 def test_contact_no_normal_force_can_resolve_is_masked(tmp_path):
