@@ -12,7 +12,7 @@ The Go2 of ``examples/inverse_standing_quadruped.py`` (example-robot-data URDF, 
   central finite differences of one step w.r.t. ``(q, v, ctrl, μ, mass)`` agree to 1e-5.
 
 Compilation dominates the cost: the file compiles one program (a batch of steps with their
-``jvp``s and ``vjp``s, see ``batched_derivatives``), shared by every test.
+``jvp``s and ``vjp``s, see ``batched``), shared by every test.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ import functools
 import importlib.util
 from pathlib import Path
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import jaxsim_contact as jc
+from flat_step import make_batched
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "inverse_standing_quadruped.py"
 RTOL = 1e-5
@@ -55,50 +55,12 @@ def quadruped():
     return model.replace_options(solver=solver), q
 
 
-def _split(model, x):
-    nq, nv, nu = model.nq, model.nv, model.nu
-    return (x[:nq], x[nq:nq + nv], x[nq + nv:nq + nv + nu], x[nq + nv + nu], x[nq + nv + nu + 1])
-
-
-def _next_state(x, model, contact):
-    """One step from the flat ``x = (q, v, ctrl, μ, mass)``: μ sets every geom's sliding friction,
-    mass that of the last body (a calf)."""
-    q, v, ctrl, mu, mass = _split(model, x)
-    m = eqx.tree_at(lambda m: (m.geom_friction, m.body_mass), model,
-                    (model.geom_friction.at[:, 0].set(mu), model.body_mass.at[-1].set(mass)))
-    state = jc.State(q=q, v=v, time=jnp.zeros((), q.dtype), error=jnp.zeros((), jnp.int32),
-                     contact=contact)
-    return jc.step(m, state, ctrl)
-
-
-def _derivatives(x, model, contact, t, w):
-    """One step at ``x``: the next state, ``jvp`` along ``t`` and ``vjp`` of ``w``."""
-    def f(y):
-        nxt = _next_state(y, model, contact)
-        return jnp.concatenate([nxt.q, nxt.v]), nxt
-
-    _, tangent, nxt = jax.jvp(f, (x,), (t,), has_aux=True)
-    _, pullback, _ = jax.vjp(f, x, has_aux=True)
-    (gradient,) = pullback(w)
-    return nxt, tangent, gradient
-
-
 #: The one compiled program of this file (compiling the Go2 step's derivatives dominates its
 #: cost): a batch of next states, ``jvp``s and ``vjp``s. ``vmap`` of ``jvp`` over the input basis
 #: is exactly how ``jax.jacfwd`` is built, ``vmap`` of ``vjp`` over the output basis is
 #: ``jax.jacrev``; rows with zero tangents / cotangents serve the finite differences.
-batched_derivatives = jax.jit(jax.vmap(_derivatives, (0, None, None, 0, 0)))
 BATCH = 2 * 51  # central differences of x = (q 19, v 18, ctrl 12, μ, mass); every call is padded
-
-
-def batched(xs, model, contact, ts=None, ws=None):
-    """``batched_derivatives`` on ``len(xs) ≤ BATCH`` rows (padded); ``ts`` / ``ws`` default 0."""
-    n = xs.shape[0]
-    ts = jnp.zeros_like(xs) if ts is None else ts
-    ws = jnp.zeros((n, model.nq + model.nv), xs.dtype) if ws is None else ws
-    pad = lambda a: jnp.concatenate([a, jnp.broadcast_to(a[-1:], (BATCH - n,) + a.shape[1:])])  # noqa: E731
-    states, tangents, gradients = batched_derivatives(pad(xs), model, contact, pad(ts), pad(ws))
-    return jax.tree_util.tree_map(lambda a: a[:n], states), tangents[:n], gradients[:n]
+batched = make_batched(BATCH)
 
 
 def jacobians(x, model, contact):

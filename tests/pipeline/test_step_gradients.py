@@ -17,7 +17,7 @@ in ``q`` — and is only used in the NaN sweep.
 Each check differentiates one function of the flat vector ``x = (q, v, ctrl, μ, mass)`` with
 ``jax.jacfwd``, ``jax.jacrev`` and central differences, compared block by block with a
 norm-relative error. Compilation dominates the cost, so the file compiles four programs only
-(see ``batched_derivatives``).
+(see ``batched``).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 
 import jaxsim_contact as jc
+from flat_step import make_batched, step_fn
 
 TIGHT = jc.contact.ADMM("ncp", max_iterations=500, tolerance=1e-12, factorization="cholesky")
 MU, MASS, HALF, G = 0.4, 1.0, 0.1, 9.81
@@ -87,46 +88,7 @@ def _bob_resting_angle(penetration: float) -> float:
     return float(np.arcsin(penetration / 0.4))
 
 
-# ---- one step as a function of x = (q, v, ctrl, mu, mass) ---------------------------------------
-
-def _split(model, x):
-    nq, nv, nu = model.nq, model.nv, model.nu
-    q, v = x[:nq], x[nq:nq + nv]
-    ctrl = x[nq + nv:nq + nv + nu]
-    mu, mass = x[nq + nv + nu], x[nq + nv + nu + 1]
-    return q, v, ctrl, mu, mass
-
-
-def step_fn(x, model, contact):
-    """``(q⁺, v⁺)`` of one step from ``x``; μ sets every geom's sliding friction, mass the mass
-    of the last body (the cube / the pendulum arm)."""
-    q, v, ctrl, mu, mass = _split(model, x)
-    m = eqx.tree_at(lambda m: (m.geom_friction, m.body_mass), model,
-                    (model.geom_friction.at[:, 0].set(mu), model.body_mass.at[-1].set(mass)))
-    state = jc.State(q=q, v=v, time=jnp.zeros((), q.dtype), error=jnp.zeros((), jnp.int32),
-                     contact=contact)
-    nxt = jc.step(m, state, ctrl)
-    return jnp.concatenate([nxt.q, nxt.v])
-
-
-def _next_state(x, model, contact):
-    q, v, ctrl, mu, mass = _split(model, x)
-    m = eqx.tree_at(lambda m: (m.geom_friction, m.body_mass), model,
-                    (model.geom_friction.at[:, 0].set(mu), model.body_mass.at[-1].set(mass)))
-    state = jc.State(q=q, v=v, time=jnp.zeros((), q.dtype), error=jnp.zeros((), jnp.int32),
-                     contact=contact)
-    return jc.step(m, state, ctrl)
-
-
-def _derivatives(x, model, contact, t, w):
-    """One step at ``x``: the next state, a forward-mode derivative (``jvp`` along ``t``) and a
-    reverse-mode gradient (``vjp`` of ``w``, i.e. ``∇_x w·(q⁺, v⁺)``)."""
-    f = lambda y: step_fn(y, model, contact)  # noqa: E731
-    _, tangent = jax.jvp(f, (x,), (t,))
-    _, pullback = jax.vjp(f, x)
-    (gradient,) = pullback(w)
-    return _next_state(x, model, contact), tangent, gradient
-
+# ---- one step as a function of x = (q, v, ctrl, mu, mass): tests/pipeline/flat_step.py ---------
 
 #: Compiled programs, shared by every test of a model (compilation dominates the cost of this
 #: file, ~20-30 s per program on the shared 2-core machine): the literal ``jax.jacfwd`` of one
@@ -135,20 +97,8 @@ def _derivatives(x, model, contact, t, w):
 #: exactly how ``jax.jacrev`` is built), the pendulum's forward Jacobian (``vmap`` of ``jvp`` over
 #: the input basis, ``jax.jacfwd``'s construction), the NaN sweep and the Gauss–Newton test.
 jac_fwd = jax.jit(jax.jacfwd(step_fn))
-batched_derivatives = jax.jit(jax.vmap(_derivatives, (0, None, None, 0, 0)))
-BATCH = 64  # every call of batched_derivatives is padded to this size (one compilation)
-
-
-def batched(xs, model, contact, ts=None, ws=None):
-    """``batched_derivatives`` on ``len(xs) ≤ BATCH`` rows (padded); ``ts``/``ws`` default to 0."""
-    n = xs.shape[0]
-    nout = model.nq + model.nv
-    ts = jnp.zeros_like(xs) if ts is None else ts
-    ws = jnp.zeros((n, nout), xs.dtype) if ws is None else ws
-    pad = lambda a: jnp.concatenate([a, jnp.broadcast_to(a[-1:], (BATCH - n,) + a.shape[1:])])  # noqa: E731
-    states, tangents, gradients = batched_derivatives(pad(xs), model, contact, pad(ts), pad(ws))
-    cut = lambda a: a[:n]  # noqa: E731
-    return jax.tree_util.tree_map(cut, states), tangents[:n], gradients[:n]
+BATCH = 64  # every call of batched is padded to this size (one compilation)
+batched = make_batched(BATCH)
 
 
 def central_differences(x, model, contact, h=FD_STEP):
