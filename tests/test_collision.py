@@ -206,8 +206,33 @@ def _degenerate_cases():
     return cases
 
 
+#: Exact signed distances of the degenerate cases (closed forms by inspection).
+DEGENERATE_VALUES = {
+    "touching spheres": 0.0,
+    "coincident spheres": -0.8,
+    "coincident boxes": -1.0,
+    "parallel faces touching": 0.0,
+    "parallel faces apart": 0.3,
+    "parallel faces overlapping": -0.1,
+    "deep capsules": -0.39,
+    "coincident cylinders": -0.6,
+    "cone apex on cone": 0.0,
+    "tiny boxes": -0.5e-3,
+    "huge ellipsoids": 0.5e3,
+    "huge overlapping boxes": -1e3,
+    "sphere touching box edge": 0.0,
+}
+
+
 @pytest.mark.parametrize("method", METHODS)
-def test_degenerate_configurations_are_finite(method):
+def test_degenerate_configurations_are_finite_and_exact(method):
+    """Every degenerate case gives finite fields, a unit normal and an ``intersects`` consistent
+    with the sign; every case with a closed form gives it, with every GJK variant (one test per
+    variant so each compiles its distance programs once)."""
+    # Coincident cylinders: every radial direction and both caps tie at depth 0.6. EPA must
+    # resolve a whole circle of directions (~r/tol vertices); with its 128-vertex budget it stops
+    # short and says so. Its polytope lies inside D, so the depth it reports is a lower bound.
+    budget_limited = {"coincident cylinders"}
     for name, (sa, pa, sb, pb) in _degenerate_cases().items():
         r = distance(sa, pa, sb, pb, method=method)
         for field, value in r._asdict().items():
@@ -216,39 +241,16 @@ def test_degenerate_configurations_are_finite(method):
         inter = intersects(sa, pa, sb, pb, method=method)
         if abs(float(r.signed_distance)) > 1e-6:
             assert bool(inter) == (float(r.signed_distance) < 0), name
-
-
-def test_degenerate_known_values():
-    cases = _degenerate_cases()
-    expect = {
-        "touching spheres": 0.0,
-        "coincident spheres": -0.8,
-        "coincident boxes": -1.0,
-        "parallel faces touching": 0.0,
-        "parallel faces apart": 0.3,
-        "parallel faces overlapping": -0.1,
-        "deep capsules": -0.39,
-        "coincident cylinders": -0.6,
-        "cone apex on cone": 0.0,
-        "tiny boxes": -0.5e-3,
-        "huge ellipsoids": 0.5e3,
-        "huge overlapping boxes": -1e3,
-        "sphere touching box edge": 0.0,
-    }
-    # Coincident cylinders: every radial direction and both caps tie at depth 0.6. EPA must
-    # resolve a whole circle of directions (~r/tol vertices); with its 128-vertex budget it stops
-    # short and says so. Its polytope lies inside D, so the depth it reports is a lower bound.
-    budget_limited = {"coincident cylinders"}
-    for name, value in expect.items():
-        sa, pa, sb, pb = cases[name]
-        r = distance(sa, pa, sb, pb)
-        scale = max(1.0, abs(value))
+        if name not in DEGENERATE_VALUES:
+            continue
+        value = DEGENERATE_VALUES[name]
         if name in budget_limited:
             assert not bool(r.converged), name
             assert value <= float(r.signed_distance) <= value + 1e-3, name  # depth ≤ 0.6
             continue
         assert bool(r.converged), name
-        np.testing.assert_allclose(r.signed_distance, value, atol=1e-6 * scale, err_msg=name)
+        np.testing.assert_allclose(r.signed_distance, value, atol=1e-6 * max(1.0, abs(value)),
+                                   err_msg=(name, method))
 
 
 # -- float32, vmap over shapes, no recompilation ----------------------------------------------
