@@ -25,7 +25,10 @@ derivatives along random tangents / cotangents:
 Run (pinned, float64): ``taskset -c 0 python benchmarks/nan_fuzz.py --samples 100000`` writes
 ``benchmarks/results/nan_fuzz.{json,md}`` (``--out`` to change). ``--pairs sphere-box,...``
 restricts the collision stage, ``--chunk`` sets the vmapped batch. Any non-finite entry is a bug;
-the JSON keeps the first offending input of each stage for reproduction.
+the JSON keeps the first offending input of each stage for reproduction. The report is rewritten
+after every chunk; ``--resume`` continues a killed or shorter run from its JSON with the inputs an
+uninterrupted run would have drawn, so 10⁵ samples per pair can be collected over several sittings
+(``nice -n 19 taskset -c 1 python benchmarks/nan_fuzz.py --resume``).
 """
 
 from __future__ import annotations
@@ -185,37 +188,63 @@ def _first_bad(sample: dict, outputs) -> dict | None:
     return {k: np.asarray(v[i]).tolist() for k, v in sample.items()}
 
 
-def run_collision(pairs, samples: int, chunk: int, seed: int, log=print, on_row=None) -> list[dict]:
+def _fuzz(fn, make_batch, samples: int, chunk: int, seed, previous: dict | None, on_progress) -> dict:
+    """Evaluate ``fn`` on ``samples`` random inputs, ``chunk`` at a time (one compiled batch shape).
+
+    Chunk ``k`` draws its inputs from ``default_rng([*seed, k])``, so a run resumed from
+    ``previous`` (the row a killed run wrote) continues with exactly the inputs an uninterrupted
+    run would have drawn. ``on_progress(row)`` runs after every chunk."""
+    row = dict(samples=0, values=0, jvp=0, vjp=0, first_call_s=0.0, run_s=0.0, example=None)
+    if previous is not None:
+        row.update({k: previous[k] for k in row})
+        if row["samples"] % chunk and row["samples"] < samples:
+            raise SystemExit(f"cannot resume: {row['samples']} samples done is not a multiple of --chunk {chunk}")
+    first = True
+    while row["samples"] < samples:
+        size = min(chunk, samples - row["samples"])
+        sample = make_batch(np.random.default_rng([*seed, row["samples"] // chunk]), chunk)
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn({k: jnp.asarray(v) for k, v in sample.items()}))
+        elapsed = time.perf_counter() - t0
+        if first and previous is None:
+            row["first_call_s"] = round(elapsed, 2)
+        elif not first:  # a resumed run's first call compiles: not counted as run time
+            row["run_s"] = round(row["run_s"] + elapsed, 2)
+        first = False
+        out = jax.tree_util.tree_map(lambda x: x[:size], out)
+        sample = {k: v[:size] for k, v in sample.items()}
+        for name, part in zip(("values", "jvp", "vjp"), out):
+            row[name] += _count(part)
+        if row["example"] is None and row["values"] + row["jvp"] + row["vjp"]:
+            row["example"] = _first_bad(sample, out)
+        row["samples"] += size
+        on_progress(row)
+    return row
+
+
+def run_collision(pairs, samples: int, chunk: int, seed: int, log=print, on_row=None,
+                  previous: dict | None = None) -> list[dict]:
+    """One row per pair; ``previous`` maps ``"a-b"`` to the rows of a run to resume."""
     mesh = base_mesh()
     rows = []
-    for index, (kind_a, kind_b) in enumerate(pairs):
-        rng = np.random.default_rng([seed, index])
+    for kind_a, kind_b in pairs:
+        name = f"{kind_a}-{kind_b}"
+        stream = PAIRS.index((kind_a, kind_b)) if (kind_a, kind_b) in PAIRS else 999
         fn = collision_fn(kind_a, kind_b, mesh)
-        counts = dict(values=0, jvp=0, vjp=0)
-        example, compile_s, run_s, done = None, 0.0, 0.0, 0
-        while done < samples:
-            size = min(chunk, samples - done)
-            sample = collision_samples(rng, kind_a, kind_b, chunk)  # fixed batch shape: one compile
-            t0 = time.perf_counter()
-            out = jax.block_until_ready(fn({k: jnp.asarray(v) for k, v in sample.items()}))
-            elapsed = time.perf_counter() - t0
-            if done == 0:
-                compile_s = elapsed
-            else:
-                run_s += elapsed
-            out = jax.tree_util.tree_map(lambda x: x[:size], out)
-            sample = {k: v[:size] for k, v in sample.items()}
-            for name, part in zip(("values", "jvp", "vjp"), out):
-                counts[name] += _count(part)
-            if example is None and sum(counts.values()):
-                example = _first_bad(sample, out)
-            done += size
-        row = dict(pair=f"{kind_a}-{kind_b}", samples=done, **counts,
-                   first_call_s=round(compile_s, 2), run_s=round(run_s, 2), example=example)
-        log(f"  collision {row['pair']:<20} n={done:>7}  non-finite values {counts['values']} "
-            f"jvp {counts['jvp']} vjp {counts['vjp']}  (first call {compile_s:.1f} s, "
-            f"rest {run_s:.1f} s)")
-        rows.append(row)
+        current = dict(pair=name)
+        rows.append(current)
+
+        def progress(row, current=current):
+            current.update(row)
+            if on_row is not None:
+                on_row(rows)
+
+        row = _fuzz(fn, lambda rng, n: collision_samples(rng, kind_a, kind_b, n), samples, chunk,
+                    (seed, stream), (previous or {}).get(name), progress)
+        current.update(row)
+        log(f"  collision {name:<20} n={row['samples']:>7}  non-finite values {row['values']} "
+            f"jvp {row['jvp']} vjp {row['vjp']}  (first call {row['first_call_s']:.1f} s, "
+            f"rest {row['run_s']:.1f} s)")
         if on_row is not None:
             on_row(rows)
     return rows
@@ -268,28 +297,14 @@ def solver_fn():
     return jax.jit(jax.vmap(one))
 
 
-def run_generic(name, make_samples, fn, samples, chunk, seed, log=print) -> dict:
-    rng = np.random.default_rng([seed, 1000 + len(name)])
-    counts = dict(values=0, jvp=0, vjp=0)
-    example, compile_s, run_s, done = None, 0.0, 0.0, 0
-    while done < samples:
-        size = min(chunk, samples - done)
-        sample = make_samples(rng, chunk)
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(fn({k: jnp.asarray(v) for k, v in sample.items()}))
-        elapsed = time.perf_counter() - t0
-        compile_s, run_s = (elapsed, run_s) if done == 0 else (compile_s, run_s + elapsed)
-        out = jax.tree_util.tree_map(lambda x: x[:size], out)
-        sample = {k: v[:size] for k, v in sample.items()}
-        for part_name, part in zip(("values", "jvp", "vjp"), out):
-            counts[part_name] += _count(part)
-        if example is None and sum(counts.values()):
-            example = _first_bad(sample, out)
-        done += size
-    log(f"  {name:<30} n={done:>7}  non-finite values {counts['values']} jvp {counts['jvp']} "
-        f"vjp {counts['vjp']}  (first call {compile_s:.1f} s, rest {run_s:.1f} s)")
-    return dict(stage=name, samples=done, **counts, first_call_s=round(compile_s, 2),
-                run_s=round(run_s, 2), example=example)
+def run_generic(name, stream: int, make_samples, fn, samples, chunk, seed, log=print,
+                previous: dict | None = None, on_progress=lambda row: None) -> dict:
+    row = dict(stage=name)
+    row.update(_fuzz(fn, make_samples, samples, chunk, (seed, 1000 + stream), previous,
+                     lambda r: on_progress(dict(stage=name, **r))))
+    log(f"  {name:<30} n={row['samples']:>7}  non-finite values {row['values']} jvp {row['jvp']} "
+        f"vjp {row['vjp']}  (first call {row['first_call_s']:.1f} s, rest {row['run_s']:.1f} s)")
+    return row
 
 
 # -- step stage -----------------------------------------------------------------------------------
@@ -382,6 +397,9 @@ def main(argv=None) -> int:
                         help="run the (cheap, closed-form) plane pairs before the GJK pairs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "nan_fuzz"))
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run recorded in --out.json (same --seed and --chunk): "
+                             "stages and pairs keep their counts and go on to the requested samples")
     args = parser.parse_args(argv)
     pairs = PAIRS if not args.pairs else tuple(tuple(p.split("-")) for p in args.pairs.split(","))
     if args.plane_first:
@@ -393,6 +411,17 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     collision, other = [], []
+    previous_collision, previous_other = {}, {}
+    if args.resume and out.with_suffix(".json").exists():
+        previous = json.loads(out.with_suffix(".json").read_text())
+        if (previous.get("seed"), previous.get("chunk")) != (args.seed, args.chunk):
+            raise SystemExit(f"cannot resume {out}.json: it was run with seed {previous.get('seed')} "
+                             f"and chunk {previous.get('chunk')}, not {args.seed} and {args.chunk}")
+        previous_collision = {row["pair"]: row for row in previous["collision"] if "samples" in row}
+        previous_other = {row["stage"]: row for row in previous["other"] if "samples" in row}
+        start -= previous.get("wall_s", 0.0)
+        print(f"resuming {out}.json: {sum(r['samples'] for r in previous_collision.values())} "
+              "collision samples done", flush=True)
 
     def write(_=None):
         """Results so far (a partial run leaves a valid report)."""
@@ -401,6 +430,7 @@ def main(argv=None) -> int:
             machine=f"{platform.machine()} {os.cpu_count()} cores, jax {jax.__version__}",
             load_average_start=[round(x, 2) for x in load_start],
             load_average_end=[round(x, 2) for x in os.getloadavg()],
+            seed=args.seed, chunk=args.chunk,
             wall_s=time.perf_counter() - start, collision=collision, other=other,
         )
         out.with_suffix(".json").write_text(json.dumps(result, indent=1))
@@ -409,17 +439,26 @@ def main(argv=None) -> int:
 
     solver_n = args.samples if args.solver_samples is None else args.solver_samples
     step_n = args.samples // 10 if args.step_samples is None else args.step_samples
+    stages = []
     if solver_n:
-        other.append(run_generic("solver (ADMM/NCP, implicit)", solver_samples, solver_fn(),
-                                 solver_n, args.chunk, args.seed, log))
-        write()
+        stages.append(("solver (ADMM/NCP, implicit)", 0, solver_samples, solver_fn, solver_n, args.chunk))
     if step_n:
-        other.append(run_generic("step (3 free bodies + floor)", step_samples,
-                                 step_fn(step_model()), step_n, min(args.chunk, 500), args.seed,
-                                 log))
+        stages.append(("step (3 free bodies + floor)", 1, step_samples, lambda: step_fn(step_model()),
+                       step_n, min(args.chunk, 500)))
+    for name, stream, make, make_fn, n, chunk in stages:
+        slot = len(other)
+        other.append({**(previous_other.get(name) or {}), "stage": name})
+
+        def progress(row, slot=slot):
+            other[slot] = row
+            write()
+
+        other[slot] = run_generic(name, stream, make, make_fn(), n, chunk, args.seed, log,
+                                  previous_other.get(name), progress)
         write()
     collision = run_collision(pairs, args.samples, args.chunk, args.seed, log,
-                              on_row=lambda rows: (collision.clear(), collision.extend(rows), write()))
+                              on_row=lambda rows: (collision.clear(), collision.extend(rows), write()),
+                              previous=previous_collision)
     print(markdown(write()))
     total = sum(r["values"] + r["jvp"] + r["vjp"] for r in collision + other)
     return 1 if total else 0
