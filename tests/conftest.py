@@ -9,15 +9,7 @@ import os
 # (CI timed out), never in 9 local runs of that module alone. The same signature is reported
 # upstream for vmapped CPU graphs and disappears with this flag (single-threaded Eigen inside one
 # op; JAX still runs independent ops concurrently). Must be set before the CPU backend starts.
-#
-# The suite is dominated by XLA:CPU compile time (~2 ms per HLO line here), not run time. XLA's
-# MLIR fusion emitters cost far more to compile than the legacy elemental emitter on our graphs:
-# the degenerate-GJK and checkpointed-rollout tests took 215 s of CPU with them and 135 s without
-# (pinned, same machine, 2026-11-23). Run time moves the other way (a batched GJK query ~1.5x
-# slower), which only the few run-time-bound tests feel. Both emitters lower the same HLO; no
-# assertion depends on the choice. Users pick the trade-off themselves (docs/sharp_bits.md).
-_TEST_XLA_FLAGS = " --xla_cpu_multi_thread_eigen=false --xla_cpu_use_fusion_emitters=false"
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + _TEST_XLA_FLAGS).strip()
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
 # The suite runs in pytest-xdist workers (pyproject addopts: -n 2 --dist loadfile). Each worker is
 # pinned to its own core: XLA:CPU hands work between pool threads inside loops, and with two JAX
