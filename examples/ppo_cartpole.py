@@ -146,13 +146,14 @@ def train(args):
     carry = (params, opt.init(params), jax.vmap(env.reset)(jax.random.split(k_env, args.envs)))
     per_update = args.envs * args.unroll
     updates = max(1, args.timesteps // per_update)
-    curve, t0, done = [], time.time(), 0
+    curve, t0, c0, done = [], time.time(), time.process_time(), 0
     while True:
         key, k_eval, k_train = jax.random.split(key, 3)
         ret = float(evaluate(carry[0], k_eval))
-        curve.append({"env_steps": done * per_update, "iteration": done, "eval_return": ret, "wall_s": time.time() - t0})
+        curve.append({"env_steps": done * per_update, "iteration": done, "eval_return": ret, "wall_s": time.time() - t0,
+                      "cpu_s": time.process_time() - c0, "load_average": os.getloadavg()[0]})
         print(f"update {done:4d}  env steps {done * per_update:9d}  eval return {ret:9.2f}  "
-              f"wall {time.time() - t0:7.1f} s", flush=True)
+              f"cpu {time.process_time() - c0:7.1f} s  load {os.getloadavg()[0]:.1f}", flush=True)
         _write(args, curve, env)
         if done >= updates or (args.max_minutes is not None and time.time() - t0 > 60 * args.max_minutes):
             break
@@ -164,7 +165,8 @@ def train(args):
 def _write(args, curve, env):
     RESULTS.mkdir(parents=True, exist_ok=True)
     meta = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    (RESULTS / "ppo_cartpole.json").write_text(json.dumps(
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(
         {"algorithm": "PPO (compact, optax)", "env": "cartpole_swingup", "episode_length": env.episode_length,
          "args": meta, "load_average": os.getloadavg(), "curve": curve}, indent=1))
 
@@ -175,9 +177,11 @@ def plot(threshold: float):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
     runs = [(path, "SHAC") for path in sorted(RESULTS.glob("shac_cartpole*.json"))]
-    runs += [(RESULTS / "ppo_cartpole.json", "PPO")]
+    # the exact-derivative control runs (benchmarks/results/shac_vs_ppo_cartpole.md), dotted
+    runs += [(path, "SHAC") for path in sorted(RESULTS.glob("shac_cartpole_ablation/implicit*.json"))]
+    runs += [(path, "PPO") for path in sorted(RESULTS.glob("ppo_cartpole*.json"))]
     for path, label in runs:
         if not path.is_file():
             continue
@@ -185,18 +189,27 @@ def plot(threshold: float):
         a = data["args"]
         xs = [p["env_steps"] for p in data["curve"]]
         ys = [p["eval_return"] for p in data["curve"]]
+        style = {"linestyle": "-"}
         if label == "SHAC":
-            label = f"SHAC {a['envs']}x{a['horizon']}, lr {a['actor_lr']:g}/{a['critic_lr']:g}, seed {a['seed']}"
+            rule = a.get("gradient", "implicit")
+            if rule == "smoothed":
+                rule = f"smoothed ρ={a['relaxation']:g}"
+                if a.get("actor_output_scale", 1.0) != 1.0:
+                    rule += f", out-init ×{a['actor_output_scale']:g}"
+            else:
+                style = {"linestyle": ":", "alpha": 0.7}
+            label = f"SHAC {rule}, seed {a['seed']}"
         else:
-            label = f"PPO {a['envs']}x{a['unroll']}, lr {a['lr']:g}, seed {a['seed']}"
-        ax.plot(xs, ys, marker=".", markersize=3, linewidth=1, label=label)
+            label = f"PPO {a['envs']}x{a['unroll']}, seed {a['seed']}"
+            style = {"linestyle": "-", "color": str(0.15 + 0.25 * a["seed"]), "linewidth": 2}
+        ax.plot(xs, ys, marker=".", markersize=3, **{"linewidth": 1, **style}, label=label)
     ax.axhline(threshold, color="gray", linestyle="--", label=f"threshold {threshold:g}")
     ax.set_xscale("linear")
     ax.set_ylim(-3000, 0)  # a few diverged evaluations of SHAC dip far lower (see the JSON)
     ax.set_xlabel("environment steps")
     ax.set_ylabel("episode return (240 steps, deterministic policy)")
-    ax.set_title("cartpole_swingup: SHAC vs PPO")
-    ax.legend(loc="lower right", fontsize=7)
+    ax.set_title("cartpole_swingup: SHAC vs PPO (deterministic policy, 16 fresh episodes)")
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=6)
     fig.tight_layout()
     out = RESULTS / "shac_vs_ppo_cartpole.png"
     fig.savefig(out, dpi=120)
@@ -217,6 +230,7 @@ def main(argv=None):
     p.add_argument("--max-minutes", type=float, default=None)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threshold", type=float, default=-400.0)
+    p.add_argument("--out", type=Path, default=RESULTS / "ppo_cartpole.json")
     p.add_argument("--plot", action="store_true", help="only draw the figure from the saved curves")
     p.add_argument("--all-cores", action="store_true")
     args = p.parse_args(argv)
