@@ -14,7 +14,8 @@ Scenes (one ``mujoco.MjModel`` each, handed to all three engines — ours throug
 Each engine advances ``batch`` environments ``steps`` steps from the same initial state. Ours and
 MJX run one ``jit(vmap(scan(step)))`` (the first call is reported as compile time, then the median
 of ``--repeats`` calls, blocked on the result); MuJoCo C runs ``mujoco.rollout`` on one thread.
-The physics differ on purpose: we solve hard NCP contact with ADMM (default options, float64
+Times are CPU time of the pinned process (``time.process_time``), so other jobs on a shared
+machine do not inflate them. The physics differ on purpose: we solve hard NCP contact with ADMM (default options, float64
 here), MuJoCo / MJX their soft-contact convex model with their Newton / CG solver — compare
 throughput, not trajectories. Our mean solver iterations and max criterion are reported too.
 
@@ -122,14 +123,16 @@ def scenes() -> dict:
 # ---- engines ------------------------------------------------------------------------------------
 
 def _median_time(fn, repeats: int):
-    t0 = time.perf_counter()
+    # CPU time of this (pinned) process, not wall time: with other jobs on the machine wall time
+    # counts their time slices too (3 agents on 2 cores inflated it ~3x in earlier runs).
+    t0 = time.process_time()
     out = jax.block_until_ready(fn())
-    first = time.perf_counter() - t0
+    first = time.process_time() - t0
     times = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         out = jax.block_until_ready(fn())
-        times.append(time.perf_counter() - t0)
+        times.append(time.process_time() - t0)
     steady = float(np.median(times))
     return steady, max(first - steady, 0.0), out
 
@@ -188,9 +191,9 @@ def bench_mujoco_c(mj, q0, batch: int, steps: int, repeats: int):
     control = np.zeros((batch, steps, mj.nu))
     times = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         out, _ = rollout.rollout(mj, data, initial, control, nstep=steps)
-        times.append(time.perf_counter() - t0)
+        times.append(time.process_time() - t0)
     steady = float(np.median(times))
     return dict(seconds=steady, compile_s=0.0, env_steps_per_s=batch * steps / steady,
                 finite=bool(np.all(np.isfinite(out))))
@@ -265,7 +268,7 @@ def markdown(meta, rows, argv) -> str:
         "",
         f"`python benchmarks/step.py {' '.join(argv or [])}` — {meta['date']}, {meta['cpus']} CPUs "
         f"({meta['machine']}; process pinned to {meta['cores_used']}), jax {meta['jax']}, mujoco {meta['mujoco']}, {meta['steps']} steps per "
-        f"call, median of {meta['repeats']}; load average {meta['loadavg_start']} → {meta['loadavg_end']}.",
+        f"call, median of {meta['repeats']} (CPU time); load average {meta['loadavg_start']} → {meta['loadavg_end']}.",
         "Float64. Ours: hard NCP contact, ADMM (default options). MJX / MuJoCo C: their soft "
         "contact and solver options from the same model. MuJoCo C: one thread (`mujoco.rollout`); ours and MJX in the same pinned process.",
         "",

@@ -11,10 +11,18 @@ Iteration (unscaled dual ``γ``, over-relaxation ``α``, seed 001 Alg. 3 and eq.
 At a fixed point ``−γ = σ + Γ(σ)`` with ``σ = (G + R) z + g``, so ``s = Γ(−γ)`` is exactly the De
 Saxcé correction of the current velocity and the fixed point solves the NCP (seed 001 eq. 15).
 
-Proximal parameter (seed 001 §III-E): spectral rule of Tasseff et al. — ``ρ₀ = √(λ_max λ_min)``
-with the extreme eigenvalues of ``G + R`` from power iteration, and ``ρ ← ρ κ^{±0.05}`` whenever
-the ADMM primal residual ``‖λ − z‖∞`` exceeds ``ratio × `` the dual residual ``ρ‖z − z⁻‖∞`` (or
-the converse), ``ratio = 10``.
+Proximal parameter (seed 001 §III-E): ``ρ₀ = √(λ_max λ_min)`` with the extreme eigenvalues of
+``G + R`` (spectral rule of Tasseff et al.). Whenever the ADMM primal residual ``‖λ − z‖∞``
+exceeds ``ratio ×`` the dual residual ``ρ‖z − z⁻‖∞`` (or the converse), ρ is updated by one of two
+rules (``rho_update``):
+
+* ``"spectral"`` (the seed's): ``ρ ← ρ κ^{±power}``, ``power = 0.05``;
+* ``"balanced"`` (residual balancing, as OSQP's adaptive ρ, Stellato et al. 2020 §5.2):
+  ``ρ ← ρ √(primal / dual)``, the factor clipped to ``[1/100, 100]``. It moves ρ by the
+  observed imbalance instead of a fixed fraction of ``log κ``: contact Delassus matrices are
+  rank-deficient (4 points on a face, 6 dofs), so ``κ`` sits at its clamp ``1e8`` and ``κ^0.05``
+  is an arbitrary step of 2.5; with the Cholesky variant (ρ changes once per epoch of 10
+  iterations) a step that size needs many epochs to reach a good ρ.
 """
 
 from __future__ import annotations
@@ -24,12 +32,16 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 
-from .problem import ContactProblem, criterion, de_saxce, project_cone
+from .problem import ContactProblem, contact_residuals, criterion, de_saxce, project_cone
 from .solve import ContactSolver
 
-__all__ = ["ADMM", "ADMMState", "spectral_bounds", "adapt_rho"]
+__all__ = ["ADMM", "ADMMState", "spectral_bounds", "adapt_rho", "balance_rho", "RHO_UPDATES"]
 
 _KAPPA_MAX = 1e8
+#: the ρ update rules of :class:`ADMM` (see the module docstring)
+RHO_UPDATES = ("spectral", "balanced")
+#: largest factor of one residual-balancing ρ update
+_BALANCE_MAX_FACTOR = 100.0
 
 
 def spectral_bounds(matrix: jax.Array, num_iterations: int) -> tuple[jax.Array, jax.Array]:
@@ -39,23 +51,25 @@ def spectral_bounds(matrix: jax.Array, num_iterations: int) -> tuple[jax.Array, 
     The smallest comes from power iteration on ``λ_max I − A``. Returns ``(λ_max, λ_min)`` with
     ``λ_min`` clamped to ``[λ_max / 1e8, λ_max]`` (so ``κ ≤ 1e8`` for rank-deficient ``G``).
     """
-    m = matrix.shape[0]
-    dtype = matrix.dtype
+    return _spectral_bounds(lambda v: matrix @ v, matrix.shape[0], matrix.dtype, num_iterations)
+
+
+def _spectral_bounds(matvec, m: int, dtype, num_iterations: int):
+    """:func:`spectral_bounds` of the operator ``v ↦ matvec(v)`` on ``R^m``."""
     v0 = 1.0 + 0.1 * jnp.sin(jnp.arange(m, dtype=dtype) + 1.0)
     v0 = v0 / jnp.linalg.norm(v0)
 
-    def power(a):
+    def power(apply):
         def body(_, v):
-            w = a @ v
+            w = apply(v)
             nw = jnp.linalg.norm(w)
             return jnp.where(nw > 0, w / jnp.where(nw > 0, nw, 1.0), v0)
 
         v = jax.lax.fori_loop(0, num_iterations, body, v0)
-        return v @ (a @ v)
+        return v @ apply(v)
 
-    lmax = jnp.maximum(power(matrix), 0.0)
-    shifted = lmax * jnp.eye(m, dtype=dtype) - matrix
-    lmin = lmax - power(shifted)
+    lmax = jnp.maximum(power(matvec), 0.0)
+    lmin = lmax - power(lambda v: lmax * v - matvec(v))
     return _clamp_bounds(lmax, lmin)
 
 
@@ -71,6 +85,17 @@ def adapt_rho(rho, primal_res, dual_res, kappa, ratio, power):
     factor = kappa**power
     rho = jnp.where(primal_res > ratio * dual_res, rho * factor, rho)
     return jnp.where(dual_res > ratio * primal_res, rho / factor, rho)
+
+
+def balance_rho(rho, primal_res, dual_res, ratio):
+    """Residual-balancing ρ update: ``ρ √(primal / dual)`` (factor clipped to ``[1/100, 100]``)
+    when one residual exceeds ``ratio ×`` the other, else ``ρ`` (OSQP's rule, Stellato et al.
+    2020 §5.2, with the unscaled ∞-norm residuals of seed 001 §III-E)."""
+    tiny = jnp.finfo(jnp.result_type(rho)).tiny
+    factor = jnp.sqrt(primal_res / jnp.maximum(dual_res, tiny))
+    factor = jnp.clip(factor, 1.0 / _BALANCE_MAX_FACTOR, _BALANCE_MAX_FACTOR)
+    unbalanced = (primal_res > ratio * dual_res) | (dual_res > ratio * primal_res)
+    return jnp.where(unbalanced, rho * factor, rho)
 
 
 class ADMMState(eqx.Module):
@@ -102,10 +127,17 @@ class ADMM(ContactSolver):
       over_relaxation: dynamic ``α ∈ (0, 2)``, default 1.
       rho_update_ratio: dynamic primal/dual ratio that triggers an update (default 10).
       rho_power: dynamic spectral exponent (default 0.05, i.e. ``ρ ← ρ κ^{±0.05}``).
+      rho_update: static ``"spectral"`` (default, the seed's ``ρ κ^{±power}``) or ``"balanced"``
+        (``ρ √(primal/dual)``, see the module docstring; the default of ``jc.Options``).
       power_iterations: static number of power iterations for ``λ_max``, ``λ_min`` (default 50).
       factorization: static ``"eigh"`` (default: one eigendecomposition ``G + R = Q Λ Qᵀ``, after
         which a solve with any ρ is two mat-vecs; κ is read off the exact eigenvalues) or
-        ``"cholesky"`` (seed 001: Cholesky of ``G + R + ρI``; κ from power iteration).
+        ``"cholesky"`` (seed 001: Cholesky of ``G + R + ρI``; κ from power iteration). When the
+        problem carries a factor ``G = B Bᵀ`` of rank ``k < 3n`` (``delassus_factor``; the step
+        passes ``B = J L⁻ᵀ``, ``k = nv``), the Cholesky variant factorises ``I + Bᵀ D⁻¹ B``
+        (``k × k``, ``D = diag(R) + ρI``) and solves through the Woodbury identity, and its
+        mat-vecs cost ``O(3n k)``: for a quadruped (``nv = 18``, 68 slots) that is an 18 × 18
+        factorisation instead of 204 × 204.
       refactor_every: static, Cholesky only (default 1). ρ adapts at most every ``refactor_every``
         iterations: the driver runs epochs of that many iterations and refactors once at the
         start of each (:meth:`refresh`), with the ρ proposed by the last iteration of the previous
@@ -120,6 +152,7 @@ class ADMM(ContactSolver):
     power_iterations: int = eqx.field(static=True)
     factorization: str = eqx.field(static=True)
     refactor_every: int = eqx.field(static=True)
+    rho_update: str = eqx.field(static=True)
     tolerance: jax.Array
     rho_init: jax.Array
     over_relaxation: jax.Array
@@ -128,11 +161,14 @@ class ADMM(ContactSolver):
 
     def __init__(self, formulation: str = "ncp", max_iterations: int = 1000, tolerance=1e-6,
                  rho=0.0, over_relaxation=1.0, rho_update_ratio=10.0, rho_power=0.05,
-                 power_iterations: int = 50, factorization: str = "eigh", refactor_every: int = 1):
+                 power_iterations: int = 50, factorization: str = "eigh", refactor_every: int = 1,
+                 rho_update: str = "spectral"):
         if formulation not in ("ccp", "ncp"):
             raise ValueError(f"ADMM formulation must be 'ccp' or 'ncp', got {formulation!r}")
         if factorization not in ("cholesky", "eigh"):
             raise ValueError(f"factorization must be 'cholesky' or 'eigh', got {factorization!r}")
+        if rho_update not in RHO_UPDATES:
+            raise ValueError(f"rho_update must be one of {RHO_UPDATES}, got {rho_update!r}")
         if int(max_iterations) < 1:
             raise ValueError(f"max_iterations must be >= 1, got {max_iterations}")
         if int(refactor_every) < 1:
@@ -142,6 +178,7 @@ class ADMM(ContactSolver):
         self.power_iterations = int(power_iterations)
         self.factorization = factorization
         self.refactor_every = int(refactor_every)
+        self.rho_update = rho_update
         self.tolerance = jnp.asarray(tolerance)
         self.rho_init = jnp.asarray(rho)
         self.over_relaxation = jnp.asarray(over_relaxation)
@@ -150,30 +187,71 @@ class ADMM(ContactSolver):
 
     # -- linear algebra ------------------------------------------------------------------------
 
-    def _factor(self, A, rho):
+    def _low_rank(self, problem: ContactProblem) -> bool:
+        """Static: the Cholesky variant on a problem that carries ``G = B Bᵀ`` with ``k < 3n``
+        works through the Woodbury identity (a ``k × k`` factorisation instead of ``3n × 3n``)."""
+        B = problem.delassus_factor
+        return self.factorization == "cholesky" and B is not None and B.shape[1] < B.shape[0]
+
+    @staticmethod
+    def _low_rank_diagonal(problem: ContactProblem) -> jax.Array:
+        """``d`` with ``G + R = B Bᵀ + diag(d)``: ``R`` on active rows, 1 on the identity rows of
+        inactive contacts (see ``sanitize_problem``); clipped at 0 against round-off."""
+        B = problem.delassus_factor
+        return jnp.maximum(jnp.diagonal(problem.compliant_delassus) - jnp.sum(B * B, axis=1), 0.0)
+
+    def _matvec(self, problem: ContactProblem, x: jax.Array) -> jax.Array:
+        """``(G + R) x``; ``O(3n k)`` through the factor when :meth:`_low_rank`."""
+        if self._low_rank(problem):
+            B = problem.delassus_factor
+            return B @ (B.T @ x) + self._low_rank_diagonal(problem) * x
+        return problem.compliant_delassus @ x
+
+    def _factor(self, problem: ContactProblem, rho):
+        if self._low_rank(problem):
+            # Woodbury: (B Bᵀ + D)⁻¹ = D⁻¹ − D⁻¹ B (I + Bᵀ D⁻¹ B)⁻¹ Bᵀ D⁻¹, D = diag(d) + ρI.
+            B = problem.delassus_factor
+            k = B.shape[1]
+            D = self._low_rank_diagonal(problem) + rho
+            return jnp.linalg.cholesky(jnp.eye(k, dtype=B.dtype) + B.T @ (B / D[:, None]))
+        A = problem.compliant_delassus
         m = A.shape[0]
         return jnp.linalg.cholesky(A + rho * jnp.eye(m, dtype=A.dtype))
 
-    def _solve(self, state, rho, rhs):
+    def _solve(self, problem: ContactProblem, state, rho, rhs):
         if self.factorization == "eigh":
             Q = state.factor
             return Q @ ((Q.T @ rhs) / (state.eigenvalues + rho))
+        if self._low_rank(problem):
+            B = problem.delassus_factor
+            D = self._low_rank_diagonal(problem) + rho
+
+            def woodbury(r):
+                x = r / D
+                return x - (B @ jsl.cho_solve((state.factor, True), B.T @ x)) / D
+
+            # I + Bᵀ D⁻¹ B has condition ~ ‖G‖ / ρ (up to 1e4-1e6 with the spectral ρ₀ of a
+            # rank-deficient G), so one Woodbury solve loses that factor of accuracy; one step
+            # of iterative refinement (two O(3n k) mat-vecs) restores it — the step's tight-
+            # tolerance tests (1e-12) need it.
+            x = woodbury(rhs)
+            return x + woodbury(rhs - (B @ (B.T @ x) + D * x))
         return jsl.cho_solve((state.factor, True), rhs)
 
     # -- protocol ------------------------------------------------------------------------------
 
     def init(self, problem: ContactProblem, warm_force, warm_rho):
-        A = problem.compliant_delassus
-        m = A.shape[0]
-        dtype = A.dtype
+        m = problem.free_velocity.shape[0]
+        dtype = problem.free_velocity.dtype
         if self.factorization == "eigh":
-            evals, Q = jnp.linalg.eigh(A)
+            evals, Q = jnp.linalg.eigh(problem.compliant_delassus)
             evals = jnp.maximum(evals, 0.0)
             # The decomposition already holds the exact extreme eigenvalues: no power iteration
             # (2 × power_iterations mat-vecs per solve, a third of the setup cost at 44 contacts).
             lmax, lmin = _clamp_bounds(evals[-1], evals[0])
         else:
-            lmax, lmin = spectral_bounds(A, self.power_iterations)
+            lmax, lmin = _spectral_bounds(lambda x: self._matvec(problem, x), m, dtype,
+                                          self.power_iterations)
         kappa = lmax / lmin
         rho_user = jnp.asarray(self.rho_init, dtype)
         rho = jnp.where(rho_user > 0, rho_user, jnp.sqrt(lmax * lmin))
@@ -184,9 +262,10 @@ class ADMM(ContactSolver):
             factor, eigenvalues = Q, evals
         else:
             # Factorised by the driver's first `refresh`, before any `step`.
-            factor, eigenvalues = jnp.zeros((m, m), dtype), jnp.zeros((m,), dtype)
+            k = problem.delassus_factor.shape[1] if self._low_rank(problem) else m
+            factor, eigenvalues = jnp.zeros((k, k), dtype), jnp.zeros((m,), dtype)
         z = project_cone(warm_force, problem.friction)
-        sigma = (A @ z.reshape(m) + problem.free_velocity).reshape(-1, 3)
+        sigma = (self._matvec(problem, z.reshape(m)) + problem.free_velocity).reshape(-1, 3)
         # Warm dual: γ = −(σ + Γ(σ)) is the fixed-point value (see module docstring).
         s = sigma + de_saxce(sigma, problem.friction) if self.formulation == "ncp" else sigma
         gamma = -s.reshape(m)
@@ -199,12 +278,11 @@ class ADMM(ContactSolver):
 
     def refresh(self, problem: ContactProblem, state: ADMMState) -> ADMMState:
         """Cholesky variant: factorise ``G + R + ρI`` with the ρ proposed so far."""
-        factor = self._factor(problem.compliant_delassus, state.rho)
+        factor = self._factor(problem, state.rho)
         return eqx.tree_at(lambda s: (s.factor, s.factor_rho), state, (factor, state.rho))
 
     def step(self, problem: ContactProblem, state: ADMMState) -> ADMMState:
-        A = problem.compliant_delassus
-        m = A.shape[0]
+        m = problem.free_velocity.shape[0]
         mu = problem.friction
         # Cholesky: iterate with the factorised ρ; the adapted ρ waits for the next refresh.
         rho = state.factor_rho if self.factorization == "cholesky" else state.rho
@@ -213,15 +291,18 @@ class ADMM(ContactSolver):
         q = problem.free_velocity
         if self.formulation == "ncp":
             q = q + de_saxce(-gamma.reshape(-1, 3), mu).reshape(m)
-        lam = -self._solve(state, rho, q - rho * z + gamma)
+        lam = -self._solve(problem, state, rho, q - rho * z + gamma)
         alpha = jnp.asarray(self.over_relaxation, lam.dtype)
         lam_hat = alpha * lam + (1.0 - alpha) * z
         z_new = project_cone((lam_hat + gamma / rho).reshape(-1, 3), mu).reshape(m)
         gamma = gamma + rho * (lam_hat - z_new)
         primal_res = jnp.max(jnp.abs(lam - z_new))
         dual_res = rho * jnp.max(jnp.abs(z_new - z))
-        new_rho = adapt_rho(rho, primal_res, dual_res, state.kappa, self.rho_update_ratio,
-                            self.rho_power)
+        if self.rho_update == "balanced":
+            new_rho = balance_rho(rho, primal_res, dual_res, self.rho_update_ratio)
+        else:
+            new_rho = adapt_rho(rho, primal_res, dual_res, state.kappa, self.rho_update_ratio,
+                                self.rho_power)
         new_rho = jnp.clip(new_rho, state.rho_bounds[0], state.rho_bounds[1])
         new_rho = jnp.where(jnp.isfinite(new_rho), new_rho, rho)
         return eqx.tree_at(
@@ -231,7 +312,13 @@ class ADMM(ContactSolver):
         )
 
     def criterion(self, problem, state):
-        return criterion(problem, state.force, self.formulation)
+        if not self._low_rank(problem):
+            return criterion(problem, state.force, self.formulation)
+        n = problem.num_contacts
+        velocity = self._matvec(problem, state.force.reshape(3 * n)) + problem.free_velocity
+        r = contact_residuals(problem, state.force, self.formulation, velocity.reshape(n, 3))
+        return jnp.maximum(jnp.maximum(jnp.max(r.primal, initial=0.0), jnp.max(r.dual, initial=0.0)),
+                           jnp.max(r.complementarity, initial=0.0))
 
     def rho(self, state):
         return state.rho

@@ -66,6 +66,10 @@ class ContactProblem(eqx.Module):
       compliance: ``None`` (rigid), a scalar, ``(n,)`` per contact (applied to the three rows of the
         contact) or ``(3n,)`` per row; values ``≥ 0``. Stored as ``(3n,)``.
       active: ``None`` (all active) or ``(n,)`` bool; inactive contacts behave as ``λ = 0``.
+      delassus_factor: ``None`` or a ``(3n, k)`` factor ``B`` with ``G = B Bᵀ`` (for a multibody,
+        ``B = J L⁻ᵀ`` with ``L Lᵀ = M``, so ``k = nv``). Optional extra information: solvers that
+        can exploit a low rank ``k < 3n`` (ADMM's Cholesky variant, through the Woodbury
+        identity) use it; the others, the criteria and the implicit derivatives use ``G``.
 
     All fields are dynamic arrays. When the values are concrete (not traced), construction raises
     ``ValueError`` naming the offending value for mismatched shapes, a non-finite or non-symmetric
@@ -79,8 +83,10 @@ class ContactProblem(eqx.Module):
     friction: jax.Array
     compliance: jax.Array
     active: jax.Array
+    delassus_factor: jax.Array | None
 
-    def __init__(self, delassus, free_velocity, friction, compliance=None, active=None):
+    def __init__(self, delassus, free_velocity, friction, compliance=None, active=None,
+                 delassus_factor=None):
         delassus = jnp.asarray(delassus)
         free_velocity = jnp.asarray(free_velocity)
         friction = jnp.asarray(friction)
@@ -118,14 +124,33 @@ class ContactProblem(eqx.Module):
             if active.shape != (n,):
                 raise ValueError(f"active must have shape ({n},), got {active.shape}")
             active = active.astype(bool)
+        if delassus_factor is not None:
+            delassus_factor = jnp.asarray(delassus_factor)
+            if delassus_factor.ndim != 2 or delassus_factor.shape[0] != m:
+                raise ValueError(
+                    f"delassus_factor must have shape ({m}, k), got {delassus_factor.shape}")
         if all(_is_concrete(x) for x in (delassus, free_velocity, friction, compliance)):
             self._validate(np.asarray(delassus), np.asarray(free_velocity), np.asarray(friction),
                            np.asarray(compliance))
+            if delassus_factor is not None and _is_concrete(delassus_factor):
+                self._validate_factor(np.asarray(delassus), np.asarray(delassus_factor))
         self.delassus = delassus.astype(dtype)
         self.free_velocity = free_velocity.astype(dtype)
         self.friction = friction.astype(dtype)
         self.compliance = compliance.astype(dtype)
         self.active = active
+        self.delassus_factor = None if delassus_factor is None else delassus_factor.astype(dtype)
+
+    @staticmethod
+    def _validate_factor(G, B):
+        scale = max(float(np.max(np.abs(G))) if G.size else 0.0, 1e-300)
+        gap = np.abs(G - B @ B.T)
+        tol = 1e-5 if G.dtype == np.float32 else 1e-9
+        if gap.size and float(gap.max()) > tol * scale:
+            i, j = np.unravel_index(np.argmax(gap), gap.shape)
+            raise ValueError(
+                f"delassus_factor B must satisfy delassus = B Bᵀ: delassus[{i}, {j}] = {G[i, j]} "
+                f"but (B Bᵀ)[{i}, {j}] = {(B @ B.T)[i, j]}")
 
     @staticmethod
     def _validate(G, g, mu, R):
@@ -252,7 +277,7 @@ def contact_velocity(problem: ContactProblem, force: jax.Array) -> jax.Array:
 
 
 def contact_residuals(
-    problem: ContactProblem, force: jax.Array, formulation: str = "ncp"
+    problem: ContactProblem, force: jax.Array, formulation: str = "ncp", velocity=None
 ) -> Residuals:
     """Per-contact criteria ``(ε_p, ε_d, ε_c)``, each ``(n,)``; zero for inactive contacts.
 
@@ -261,6 +286,8 @@ def contact_residuals(
       force: ``(n, 3)`` contact forces/impulses in frame ``(t1, t2, n)``.
       formulation: ``"ncp"`` (seed 001 eq. 15 with De Saxcé, the default), ``"ccp"`` (eq. 16,
         without De Saxcé) or ``"lcp"``.
+      velocity: ``None`` or the ``(n, 3)`` velocity ``σ = (G + R) λ + g`` at ``force`` when the
+        caller already has it (e.g. from a low-rank factor of ``G``); only active rows are used.
 
     For ``"lcp"`` (seed 001 §III-A, Alg. 1 box friction): ``ε_p`` is the violation of
     ``λ_N ≥ 0, |λ_Tj| ≤ μ λ_N``; ``ε_d`` is the norm of ``(min(σ_N, 0),
@@ -270,7 +297,7 @@ def contact_residuals(
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation must be one of {FORMULATIONS}, got {formulation!r}")
     mu = problem.friction
-    sigma = contact_velocity(problem, force)
+    sigma = contact_velocity(problem, force) if velocity is None else velocity
     if formulation == "lcp":
         ln = force[..., 2]
         lt = force[..., :2]

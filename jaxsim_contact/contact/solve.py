@@ -120,6 +120,11 @@ def sanitize_problem(problem: ContactProblem) -> tuple[ContactProblem, jax.Array
     safe = eqx.tree_at(
         lambda p: (p.delassus, p.free_velocity, p.compliance, p.friction), problem, (G, g, R, mu)
     )
+    if problem.delassus_factor is not None:
+        # G_safe = B_s B_sᵀ + diag(1 − rows): inactive rows of B vanish, and the identity blocks
+        # of inactive contacts are diagonal (solvers using B recover them from diag(G_safe)).
+        B = jnp.where(rows[:, None] & finite, problem.delassus_factor, 0.0)
+        safe = eqx.tree_at(lambda p: p.delassus_factor, safe, B)
     return safe, finite
 
 
@@ -153,7 +158,7 @@ def _unrolled_solver(solver: ContactSolver) -> ContactSolver:
                     over_relaxation=solver.over_relaxation,
                     rho_update_ratio=solver.rho_update_ratio, rho_power=solver.rho_power,
                     power_iterations=solver.power_iterations, factorization="cholesky",
-                    refactor_every=solver.refactor_every)
+                    refactor_every=solver.refactor_every, rho_update=solver.rho_update)
     return solver
 
 

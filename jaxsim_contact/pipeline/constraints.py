@@ -6,8 +6,10 @@ contact-free step (seed 001 eq. 2, with MuJoCo's implicit joint damping):
 1. candidates from the narrow phase; the ``budget`` deepest active ones fill the contact slots
    (``lax.top_k``; more active candidates than slots sets the overflow flag); the limited joints
    follow as unilateral slots (seed 001 §II treats them like any unilateral constraint);
-2. Jacobian ``J`` ``(3n, nv)`` in the slot frames, Delassus ``G = J M̃⁻¹ Jᵀ`` from two triangular
-   solves with ``L`` (seed 004 §II-C), ``c^f = J v_f`` and ``c^t = J v^t``;
+2. Jacobian ``J`` ``(3n, nv)`` in the slot frames, Delassus ``G = J M̃⁻¹ Jᵀ = Wᵀ W`` with
+   ``W = L⁻¹ Jᵀ`` from one triangular solve with ``L`` (seed 004 §II-C), ``c^f = J v_f`` and
+   ``c^t = J v^t``; when ``nv < 3n`` the problem also carries ``B = Wᵀ`` (``G = B Bᵀ``, rank
+   ``≤ nv``), which ADMM's Cholesky variant uses to factorise ``nv × nv`` instead of ``3n × 3n``;
 3. reference normal velocity (seed 001 §II, after eq. 9):
    ``c*_N = −max(φ, 0)/Δt + min(β max(−φ, 0)/Δt, v_max)`` — a separated contact may close exactly
    its gap during the step (the "completed Taylor expansion" ``Φ/Δt``), a penetration is pushed
@@ -156,9 +158,14 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     # ---- contact problem (force units) ----------------------------------------------------------
     J = jac.reshape(3 * nslots, model.nv)
     with jax.named_scope("delassus"):
-        minv_jt = jsl.cho_solve((smooth.cholesky, True), J.T)  # M̃⁻¹ Jᵀ (nv, 3n)
-        G = J @ minv_jt
+        # with W = L⁻¹ Jᵀ (nv, 3n): G = Wᵀ W and M̃⁻¹ Jᵀ = L⁻ᵀ W (one cho_solve, split).
+        W = jsl.solve_triangular(smooth.cholesky, J.T, lower=True)
+        minv_jt = jsl.solve_triangular(smooth.cholesky, W, lower=True, trans="T")  # (nv, 3n)
+        G = W.T @ W
         G = 0.5 * (G + G.T)
+    # G has rank ≤ nv: when nv < 3n the ADMM (Cholesky) solver factorises an nv × nv matrix
+    # instead of 3n × 3n (Woodbury identity, see jc.contact.ADMM)
+    factor = W.T if model.nv < 3 * nslots else None
     c_free = (J @ smooth.free_velocity).reshape(nslots, 3)
     c_now = (J @ v).reshape(nslots, 3)
     beta = opts.baumgarte.astype(dtype)
@@ -189,7 +196,8 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     active = active & ~degenerate
     tangent_pad = jnp.where(is_contact, 0.0, jnp.maximum(normal_diag, jnp.finfo(dtype).tiny))
     compliance_rows = jnp.stack([tangent_pad, tangent_pad, compliance], -1)
-    problem = ContactProblem(G, g, friction, compliance=compliance_rows.reshape(-1), active=active)
+    problem = ContactProblem(G, g, friction, compliance=compliance_rows.reshape(-1), active=active,
+                             delassus_factor=factor)
     warm = _warm_start(state.contact, key, active, frame)
     with jax.named_scope("contact_solve"):
         solution = solve(problem, opts.solver, warm_start=warm, gradient=opts.contact_gradient)
