@@ -29,7 +29,7 @@ def test_collision_values_and_derivatives_are_finite(pair):
 
 
 def test_contact_solver_values_and_derivatives_are_finite():
-    row = nan_fuzz.run_generic("solver", nan_fuzz.solver_samples, nan_fuzz.solver_fn(), SAMPLES,
+    row = nan_fuzz.run_generic("solver", 0, nan_fuzz.solver_samples, nan_fuzz.solver_fn(), SAMPLES,
                                CHUNK, seed=1, log=lambda s: None)
     assert row["samples"] == SAMPLES
     assert (row["values"], row["jvp"], row["vjp"]) == (0, 0, 0), row["example"]
