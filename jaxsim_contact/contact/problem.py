@@ -324,7 +324,8 @@ def contact_residuals(
     )
 
 
-def residuals(problem: ContactProblem, force: jax.Array, formulation: str = "ncp") -> Residuals:
+def residuals(problem: ContactProblem, force: jax.Array, formulation: str = "ncp",
+              velocity=None) -> Residuals:
     """``(primal, dual, complementarity)`` scalars: maxima over active contacts of
     :func:`contact_residuals` (seed 001 eq. 15 criteria; ``formulation="ccp"`` drops the De Saxcé
     term, ``"lcp"`` uses the pyramid law).
@@ -332,12 +333,15 @@ def residuals(problem: ContactProblem, force: jax.Array, formulation: str = "ncp
     Args:
       problem: ``ContactProblem`` with ``n`` contacts.
       force: ``(n, 3)`` forces in ``(t1, t2, n)`` frames.
+      velocity: ``None`` or the ``(n, 3)`` velocity at ``force`` (see :func:`contact_residuals`).
     """
-    r = contact_residuals(problem, force, formulation)
+    r = contact_residuals(problem, force, formulation, velocity)
     return Residuals(*(jnp.max(x, initial=0.0) for x in r))
 
 
-def criterion(problem: ContactProblem, force: jax.Array, formulation: str = "ncp") -> jax.Array:
-    """Absolute criterion ``ε_abs = max(ε_p, ε_d, ε_c)`` (seed 001 §II), a scalar."""
-    r = residuals(problem, force, formulation)
+def criterion(problem: ContactProblem, force: jax.Array, formulation: str = "ncp",
+              velocity=None) -> jax.Array:
+    """Absolute criterion ``ε_abs = max(ε_p, ε_d, ε_c)`` (seed 001 §II), a scalar; ``velocity``
+    as in :func:`contact_residuals`."""
+    r = residuals(problem, force, formulation, velocity)
     return jnp.maximum(jnp.maximum(r.primal, r.dual), r.complementarity)
