@@ -46,9 +46,11 @@ jax.config.update("jax_enable_x64", True)  # a script, not the library
 
 import jaxsim_contact as jc  # noqa: E402
 from jaxsim_contact.contact import ADMM, solve  # noqa: E402
+from jaxsim_contact.dynamics.kinematics import forward_kinematics  # noqa: E402
 from jaxsim_contact.dynamics.step import smooth_dynamics  # noqa: E402
 from jaxsim_contact.pipeline import constraints as constraints_module  # noqa: E402
 from jaxsim_contact.pipeline import narrowphase as narrow_module  # noqa: E402
+from jaxsim_contact.pipeline.geoms import geom_world_frames  # noqa: E402
 from jaxsim_contact.pipeline.pairs import collision_structure  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -133,20 +135,13 @@ def profile_scene(name, mj, q0, batches, settle: int, repeats: int, k1: int, k2:
         kin = smooth_dynamics(model, s, None).kinematics
         return narrow_module.narrow_phase(model, structure, kin, margin)
 
+    def kinematics_only(s):
+        return geom_world_frames(model, forward_kinematics(model, s.q))
+
     def narrow_group(group):
         def fn(s):
-            from jaxsim_contact.dynamics.kinematics import forward_kinematics
-            from jaxsim_contact.pipeline.geoms import geom_world_frames
-
-            frames = geom_world_frames(model, forward_kinematics(model, s.q))
-            return narrow_module._group_candidates(model, structure, frames, group, margin)
+            return narrow_module._group_candidates(model, structure, kinematics_only(s), group, margin)
         return fn
-
-    def kinematics_only(s):
-        from jaxsim_contact.dynamics.kinematics import forward_kinematics
-        from jaxsim_contact.pipeline.geoms import geom_world_frames
-
-        return geom_world_frames(model, forward_kinematics(model, s.q))
 
     def contact_stage(s):
         smooth = smooth_dynamics(model, s, None)
