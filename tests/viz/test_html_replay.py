@@ -58,6 +58,10 @@ def _chromium_run(tmp_path, url: str, *action: str, budget_ms: int) -> str:
         f"--user-data-dir={profile}",
         # WebGL without a GPU: SwiftShader (software) through ANGLE
         "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--hide-scrollbars",
+        # without this, virtual time races ahead of the compositor and an animated page gets only
+        # 1-6 animation frames in the budget and the playback check fails at random (CI showed a
+        # single frame); with it, 7-44 frames in 3 s of virtual time, with both cores loaded
+        "--run-all-compositor-stages-before-draw",
         f"--window-size={WIDTH},{HEIGHT}", f"--virtual-time-budget={budget_ms}", *action, url,
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
