@@ -106,11 +106,7 @@ def _stub_solve(problem, solver, warm_start=None, gradient="implicit"):
 
 
 def _forced(solver: ADMM, iterations: int) -> ADMM:
-    return ADMM(formulation=solver.formulation, max_iterations=iterations, tolerance=0.0,
-                rho=solver.rho_init, over_relaxation=solver.over_relaxation,
-                rho_update_ratio=solver.rho_update_ratio, rho_power=solver.rho_power,
-                power_iterations=solver.power_iterations, factorization=solver.factorization,
-                refactor_every=solver.refactor_every, rho_update=solver.rho_update)
+    return solver.replace(max_iterations=iterations, tolerance=0.0)
 
 
 def profile_scene(name, mj, q0, batches, settle: int, repeats: int, k1: int, k2: int):

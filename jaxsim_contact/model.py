@@ -156,12 +156,12 @@ def _default_solver():
     # 50 µs vs 90 µs per env-step (setup only).
     # ρ by residual balancing (ADMM rho_update="balanced"): on the tower's first 100 steps mean
     # iterations 37.2 -> 21.7 and unconverged steps 6 -> 2 (benchmarks/results/step_profile.md).
-    # Cap 200 kept. Cap 500 (float64, batch 1, CPU time): tower first 100 steps 2 -> 0 unconverged
-    # (mean 21.3 -> 23.0 iterations, 897 -> 856 steps/s); demo first 500 steps 28 -> 4 unconverged
-    # (mean 45.7 -> 47.5, 529 -> 420 steps/s); but the standing Go2 never meets the absolute 1e-6
-    # criterion of the force-unit problem (sticking feet: 40 N x 5e-7 m/s² tangential velocity), so
-    # every one of its steps would pay 500 iterations instead of 200 (mean 337 over 20 steps).
-    return ADMM(formulation="ncp", max_iterations=200, tolerance=1e-6, factorization="cholesky",
+    # Cap 500 (was 200; benchmarks/solver_cap.py, results/solver_cap.md, float64, batch 1):
+    # unconverged steps cap 200 -> 500 with about the same mean iterations: Go2 dropped 1 cm in a
+    # standing pose, 1000 steps 38 -> 2 (44.4 -> 43.5 iterations); 10-box tower 1000 steps 2 -> 0
+    # (6.1 -> 6.2); demo 500 steps 28 -> 4 (45.7 -> 47.5). A batched loop pays its slowest lane,
+    # so the cap is what one unconverged lane costs the whole batch.
+    return ADMM(formulation="ncp", max_iterations=500, tolerance=1e-6, factorization="cholesky",
                 refactor_every=10, power_iterations=10, rho_update="balanced")
 
 

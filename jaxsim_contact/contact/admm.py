@@ -185,6 +185,21 @@ class ADMM(ContactSolver):
         self.rho_update_ratio = jnp.asarray(rho_update_ratio)
         self.rho_power = jnp.asarray(rho_power)
 
+    def replace(self, **changes) -> "ADMM":
+        """A copy with ``changes`` (constructor arguments, e.g. ``max_iterations=500`` or
+        ``rho=1.0``), validated as by the constructor; unknown names raise ``TypeError``."""
+        arguments = dict(formulation=self.formulation, max_iterations=self.max_iterations,
+                         tolerance=self.tolerance, rho=self.rho_init,
+                         over_relaxation=self.over_relaxation,
+                         rho_update_ratio=self.rho_update_ratio, rho_power=self.rho_power,
+                         power_iterations=self.power_iterations, factorization=self.factorization,
+                         refactor_every=self.refactor_every, rho_update=self.rho_update)
+        unknown = set(changes) - set(arguments)
+        if unknown:
+            raise TypeError(f"ADMM.replace got unknown arguments {sorted(unknown)}; "
+                            f"expected some of {sorted(arguments)}")
+        return ADMM(**{**arguments, **changes})
+
     # -- linear algebra ------------------------------------------------------------------------
 
     def _low_rank(self, problem: ContactProblem) -> bool:

@@ -153,12 +153,7 @@ def _unrolled_solver(solver: ContactSolver) -> ContactSolver:
     from .admm import ADMM
 
     if isinstance(solver, ADMM) and solver.factorization == "eigh":
-        return ADMM(formulation=solver.formulation, max_iterations=solver.max_iterations,
-                    tolerance=solver.tolerance, rho=solver.rho_init,
-                    over_relaxation=solver.over_relaxation,
-                    rho_update_ratio=solver.rho_update_ratio, rho_power=solver.rho_power,
-                    power_iterations=solver.power_iterations, factorization="cholesky",
-                    refactor_every=solver.refactor_every, rho_update=solver.rho_update)
+        return solver.replace(factorization="cholesky")
     return solver
 
 

@@ -51,6 +51,21 @@ def test_bad_solver_options_raise():
         C.ADMM("ncp", factorization="qr")
     with pytest.raises(ValueError):
         C.StaggeredProjections(max_iterations=0)
+    # ADMM.replace keeps every other setting and validates the change like the constructor
+    admm = C.ADMM("ncp", max_iterations=7, tolerance=1e-9, rho=2.0, over_relaxation=1.5,
+                  rho_update_ratio=4.0, rho_power=0.1, power_iterations=3,
+                  factorization="cholesky", refactor_every=5, rho_update="balanced")
+    longer = admm.replace(max_iterations=9)
+    assert longer.max_iterations == 9
+    unchanged = jax.tree_util.tree_leaves(admm)
+    assert all(np.array_equal(a, b) for a, b in zip(unchanged, jax.tree_util.tree_leaves(longer)))
+    assert jax.tree_util.tree_structure(longer) != jax.tree_util.tree_structure(admm)  # static cap
+    assert jax.tree_util.tree_structure(longer.replace(max_iterations=7)) == \
+        jax.tree_util.tree_structure(admm)
+    with pytest.raises(ValueError, match="factorization"):
+        admm.replace(factorization="qr")
+    with pytest.raises(TypeError, match="tolerence"):
+        admm.replace(tolerence=1e-3)
 
 
 def test_compliance_shapes():

@@ -1,0 +1,100 @@
+"""How the default solver's iteration cap trades convergence for time on whole rollouts (issue 5).
+
+For each scene (``go2``, ``tower`` from ``benchmarks/step.py``; ``demo`` = ``jc.scenes.load("demo")``)
+and each cap, one ``jit(scan(step))`` rollout of ``--steps`` steps at batch 1, float64, with the
+default solver of ``jc.Options`` except ``max_iterations``. Reported: steps with an active contact,
+mean solver iterations, steps whose final criterion exceeds the tolerance (unconverged, i.e.
+stopped by the cap), the worst criterion, CPU time of the second (compiled) call and compile time.
+
+    PYTHONPATH=. taskset -c 0 python benchmarks/solver_cap.py [--scenes go2 tower demo] [--caps 200 500]
+
+Writes ``benchmarks/results/solver_cap.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+jax.config.update("jax_enable_x64", True)  # a script, not the library
+
+import jaxsim_contact as jc  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import step as step_benchmark  # noqa: E402
+
+STEPS = {"go2": 1000, "tower": 1000, "demo": 500}
+
+
+def scene(name: str):
+    """``(model, initial state)``."""
+    if name == "demo":
+        model = jc.scenes.load("demo")
+        return model, jc.init(model)
+    mj, q0 = step_benchmark.scenes()[name]
+    model = jc.io.from_mjmodel(mj)
+    return model, jc.init(model, q=jnp.asarray(q0))
+
+
+def with_cap(model, cap: int):
+    return model.replace_options(solver=model.options.solver.replace(max_iterations=cap))
+
+
+def measure(model, state, steps: int) -> dict:
+    ctrl = jnp.zeros((model.nu,))
+
+    def body(s, _):
+        s = jc.step(model, s, ctrl)
+        return s, (s.contact.iterations, s.contact.residual, jnp.any(s.contact.active))
+
+    fn = jax.jit(lambda s: jax.lax.scan(body, s, None, length=steps))
+    t0 = time.process_time()
+    jax.block_until_ready(fn(state))
+    first = time.process_time() - t0
+    t0 = time.process_time()
+    _, (iterations, criterion, in_contact) = jax.block_until_ready(fn(state))
+    run = time.process_time() - t0
+    iterations, criterion, in_contact = map(np.asarray, (iterations, criterion, in_contact))
+    tolerance = float(model.options.solver.tolerance)
+    unconverged = np.flatnonzero(criterion > tolerance)
+    return dict(steps=steps, contact_steps=int(in_contact.sum()), mean_iterations=float(iterations.mean()),
+                unconverged=len(unconverged), first_unconverged=unconverged[:8].tolist(),
+                worst=float(criterion.max()), run_s=run, steps_per_s=steps / run,
+                compile_s=max(first - run, 0.0))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenes", nargs="*", default=list(STEPS))
+    parser.add_argument("--caps", type=int, nargs="*", default=[200, 500])
+    args = parser.parse_args(argv)
+    lines = ["# Solver iteration cap on whole rollouts", "",
+             f"`python benchmarks/solver_cap.py {' '.join(sys.argv[1:] if argv is None else argv)}` — "
+             f"{time.strftime('%Y-%m-%d %H:%M')}, jax {jax.__version__}, float64, batch 1, CPU time of "
+             f"one pinned process; load average at start {[round(x, 2) for x in os.getloadavg()]}.",
+             "Default solver of `jc.Options` except `max_iterations`.", "",
+             "| scene | cap | steps | contact steps | mean iterations | unconverged steps (first) | "
+             "worst criterion | steps/s (CPU) | compile (s) |", "|---|---|---|---|---|---|---|---|---|"]
+    for name in args.scenes:
+        model, state = scene(name)
+        for cap in args.caps:
+            r = measure(with_cap(model, cap), state, STEPS[name])
+            print(name, cap, r, flush=True)
+            lines.append(f"| {name} | {cap} | {r['steps']} | {r['contact_steps']} | {r['mean_iterations']:.1f} | "
+                         f"{r['unconverged']} {r['first_unconverged']} | {r['worst']:.1e} | "
+                         f"{r['steps_per_s']:,.0f} | {r['compile_s']:.1f} |")
+    out = HERE / "results" / "solver_cap.md"
+    out.write_text("\n".join(lines) + "\n")
+    print(out.read_text())
+
+
+if __name__ == "__main__":
+    main()
