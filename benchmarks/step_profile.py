@@ -84,7 +84,7 @@ def _capture_problem(model, state):
 
     constraints_module.solve = spy
     try:
-        smooth = smooth_dynamics(model, state, None)
+        smooth = smooth_dynamics(model, state, jnp.zeros((model.nu,)))  # zero controls, as the step
         constraints_module.contact_stage(model, state, smooth, model.options.dt)
     finally:
         constraints_module.solve = real_solve
