@@ -6,14 +6,16 @@ default solver of ``jc.Options`` except ``max_iterations``. Reported: steps with
 mean solver iterations, steps whose final criterion exceeds the tolerance (unconverged, i.e.
 stopped by the cap), the worst criterion, CPU time of the second (compiled) call and compile time.
 
-    PYTHONPATH=. taskset -c 0 python benchmarks/solver_cap.py [--scenes go2 tower demo] [--caps 200 500]
+    PYTHONPATH=. taskset -c 0 python benchmarks/solver_cap.py [--scenes go2 tower demo humanoid]
+        [--caps 200 500] [--rho-updates balanced spectral] [--out FILE]
 
-Writes ``benchmarks/results/solver_cap.md``.
+Writes ``benchmarks/results/solver_cap.md`` (``--out``).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import time
@@ -31,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import step as step_benchmark  # noqa: E402
 
-STEPS = {"go2": 1000, "tower": 1000, "demo": 500}
+STEPS = {"go2": 1000, "tower": 1000, "demo": 500, "humanoid": 300}
 
 
 def scene(name: str):
@@ -44,8 +46,11 @@ def scene(name: str):
     return model, jc.init(model, q=jnp.asarray(q0))
 
 
-def with_cap(model, cap: int):
-    return model.replace_options(solver=model.options.solver.replace(max_iterations=cap))
+def with_cap(model, cap: int, rho_update: str | None = None):
+    changes = dict(max_iterations=cap)
+    if rho_update is not None:
+        changes["rho_update"] = rho_update
+    return model.replace_options(solver=model.options.solver.replace(**changes))
 
 
 def measure(model, state, steps: int) -> dict:
@@ -73,25 +78,30 @@ def measure(model, state, steps: int) -> dict:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenes", nargs="*", default=list(STEPS))
+    parser.add_argument("--scenes", nargs="*", default=["go2", "tower", "demo"], choices=list(STEPS))
     parser.add_argument("--caps", type=int, nargs="*", default=[200, 500])
+    parser.add_argument("--rho-updates", nargs="*", default=[None], choices=["balanced", "spectral"],
+                        help="ADMM ρ schedules to compare (default: the default solver's)")
+    parser.add_argument("--out", default=str(HERE / "results" / "solver_cap.md"))
     args = parser.parse_args(argv)
     lines = ["# Solver iteration cap on whole rollouts", "",
              f"`python benchmarks/solver_cap.py {' '.join(sys.argv[1:] if argv is None else argv)}` — "
              f"{time.strftime('%Y-%m-%d %H:%M')}, jax {jax.__version__}, float64, batch 1, CPU time of "
              f"one pinned process; load average at start {[round(x, 2) for x in os.getloadavg()]}.",
              "Default solver of `jc.Options` except `max_iterations`.", "",
-             "| scene | cap | steps | contact steps | mean iterations | unconverged steps (first) | "
-             "worst criterion | steps/s (CPU) | compile (s) |", "|---|---|---|---|---|---|---|---|---|"]
+             "| scene | ρ update | cap | steps | contact steps | mean iterations | unconverged steps (first) | "
+             "worst criterion | steps/s (CPU) | compile (s) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for name in args.scenes:
         model, state = scene(name)
-        for cap in args.caps:
-            r = measure(with_cap(model, cap), state, STEPS[name])
-            print(name, cap, r, flush=True)
-            lines.append(f"| {name} | {cap} | {r['steps']} | {r['contact_steps']} | {r['mean_iterations']:.1f} | "
+        for rho_update, cap in itertools.product(args.rho_updates, args.caps):
+            capped = with_cap(model, cap, rho_update)
+            r = measure(capped, state, STEPS[name])
+            print(name, rho_update, cap, r, flush=True)
+            lines.append(f"| {name} | {capped.options.solver.rho_update} | {cap} | {r['steps']} | "
+                         f"{r['contact_steps']} | {r['mean_iterations']:.1f} | "
                          f"{r['unconverged']} {r['first_unconverged']} | {r['worst']:.1e} | "
                          f"{r['steps_per_s']:,.0f} | {r['compile_s']:.1f} |")
-    out = HERE / "results" / "solver_cap.md"
+    out = Path(args.out)
     out.write_text("\n".join(lines) + "\n")
     print(out.read_text())
 
