@@ -100,6 +100,9 @@ class RandomizedSmoothing(eqx.Module):
       num_samples: static ``M ≥ 1``: perturbed solves per derivative (default 16).
       distribution: static ``"gaussian"`` (default) or ``"gumbel"`` (zero-mean Gumbel; a skewed
         kernel), the samplers of :mod:`jaxsim_contact.collision.smoothing`.
+    Fields: ``key`` holds the raw ``uint32`` key data (a typed key's implementation name is kept in
+    the static ``key_impl``), so models with this rule round-trip through ``jc.save`` /
+    ``jc.restore``.
     Raises:
       ValueError (host side, concrete values only): ``key`` missing or not a single PRNG key,
       ``noise_scale`` not a finite scalar ``> 0``, ``num_samples`` not a positive int, unknown
@@ -110,6 +113,7 @@ class RandomizedSmoothing(eqx.Module):
     noise_scale: jax.Array
     num_samples: int = eqx.field(static=True, default=16)
     distribution: str = eqx.field(static=True, default="gaussian")
+    key_impl: str | None = eqx.field(static=True, default=None)
 
     def __init__(self, key=None, noise_scale=None, num_samples: int = 16,
                  distribution: str = "gaussian"):
@@ -139,7 +143,14 @@ class RandomizedSmoothing(eqx.Module):
             raise ValueError(
                 f"RandomizedSmoothing: unknown distribution {distribution!r}; choose one of "
                 f"{SMOOTHING_DISTRIBUTIONS}")
-        self.key = key if isinstance(key, jax.Array) else jnp.asarray(key)
+        # A typed key is stored as its raw uint32 data plus the (static) PRNG implementation name:
+        # plain integer leaves serialise with jc.save and pass through Model.astype untouched.
+        if isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+            self.key = jax.random.key_data(key)
+            self.key_impl = str(jax.random.key_impl(key))
+        else:
+            self.key = jnp.asarray(key)
+            self.key_impl = None
         self.noise_scale = jnp.asarray(noise_scale, dtype=jnp.result_type(float))
         self.num_samples = int(num_samples)
         self.distribution = distribution
@@ -160,7 +171,8 @@ class RandomizedSmoothing(eqx.Module):
         Args: ``active`` ``(n,)`` bool mask of the problem; ``dtype`` of the problem.
         """
         rows = jnp.repeat(active, 3)
-        z, _ = sample_noise(self.key, self.distribution, (self.num_samples, rows.shape[0]), dtype)
+        key = self.key if self.key_impl is None else jax.random.wrap_key_data(self.key, impl=self.key_impl)
+        z, _ = sample_noise(key, self.distribution, (self.num_samples, rows.shape[0]), dtype)
         return jnp.where(rows, self.noise_scale.astype(dtype) * z, 0.0)
 
 

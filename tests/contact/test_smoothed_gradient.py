@@ -192,8 +192,9 @@ SWEEP_HEIGHTS = np.linspace(0.5e-3, 3.5e-3, 151)
 TOUCHING_HEIGHTS = np.asarray([0.0, -1e-4, (0.1 + 9.81 * 0.01) * 0.01])
 
 
-def _sweep_derivatives(kind, heights, velocity, reverse: bool):
-    model = _ball(kind)
+def _sweep_derivatives(model, heights, velocity, reverse: bool):
+    """``d v⁺_z / d h`` of the ball ``model`` at ``heights`` (and by reverse mode if ``reverse``).
+    ``model`` must be built outside the trace (``_ball`` caches it)."""
     state = jc.init(model)
 
     def vz_next(height, velocity):
@@ -220,10 +221,12 @@ def _smoothed_sweeps():
     heights = jnp.asarray(SWEEP_HEIGHTS)
     extended = jnp.concatenate([heights, jnp.asarray(TOUCHING_HEIGHTS)])
 
+    relaxed_model, randomized_model = _ball("smoothed"), _ball("randomized")
+
     @jax.jit
     def both(velocity):
-        return (_sweep_derivatives("smoothed", heights, velocity, True),
-                _sweep_derivatives("randomized", extended, velocity, True))
+        return (_sweep_derivatives(relaxed_model, heights, velocity, True),
+                _sweep_derivatives(randomized_model, extended, velocity, True))
 
     relaxed, randomized = both(jnp.asarray([0.0, -0.1]))
     return jax.tree_util.tree_map(np.asarray, (relaxed, randomized))
@@ -236,7 +239,8 @@ def _sweep(kind):
     # falling at 0.1 m/s, below the restitution threshold (0.2 m/s), so the normal reference
     # velocity is the gap closure −h/dt and the contact switches on where v_f·dt + h = 0
     if kind == "implicit":  # reverse mode of the implicit rule is tested elsewhere (compile time)
-        fwd, _ = jax.jit(lambda v: _sweep_derivatives("implicit", jnp.asarray(SWEEP_HEIGHTS), v, False))(
+        model = _ball("implicit")
+        fwd, _ = jax.jit(lambda v: _sweep_derivatives(model, jnp.asarray(SWEEP_HEIGHTS), v, False))(
             jnp.asarray([0.0, -0.1]))
         return SWEEP_HEIGHTS, np.asarray(fwd), None
     relaxed, randomized = _smoothed_sweeps()
@@ -437,12 +441,12 @@ def test_contact_make_randomized_is_smooth():
     np.testing.assert_allclose(fwd[far], implicit_fwd[far], atol=1e-6 / dt)
 
 
-def test_randomized_bad_input_raises_and_parameters_are_dynamic():
+def test_randomized_bad_input_raises_and_parameters_are_dynamic(tmp_path):
     """Bad input (issue #6): a missing key or σ, a non-key, σ ≤ 0 / non-finite / non-scalar,
     ``num_samples < 1`` and an unknown distribution raise ``ValueError`` at construction, as does
     the rule with Raisim (no implicit derivative to average); in the options the key and σ are
     dynamic leaves (a new key or σ leaves the model's tree structure — what ``jit`` caches on —
-    unchanged)."""
+    unchanged) and a model with the rule round-trips through ``jc.save`` / ``jc.restore``."""
     key = jax.random.key(0)
     with pytest.raises(ValueError, match="explicit PRNG key"):
         C.RandomizedSmoothing(noise_scale=1.0)
@@ -479,3 +483,8 @@ def test_randomized_bad_input_raises_and_parameters_are_dynamic():
     rule = a.options.gradient_smoothing
     assert any(leaf is rule.key for leaf in leaves) and any(leaf is rule.noise_scale for leaf in leaves)
     assert a.replace_options(gradient="implicit").options.gradient_smoothing is None
+    # the typed key is stored as raw uint32 data, so the model round-trips through a checkpoint
+    jc.save(tmp_path / "model.ckpt", b)
+    restored = jc.restore(tmp_path / "model.ckpt", a).options.gradient_smoothing
+    np.testing.assert_array_equal(restored.key, jax.random.key_data(jax.random.key(1)))
+    assert restored.key_impl == "threefry2x32" and float(restored.noise_scale) == 2.0
