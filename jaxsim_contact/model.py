@@ -224,15 +224,26 @@ class Options(eqx.Module):
           relaxed-complementarity problem ``λ ∘ σ̄ = ρ e`` (:mod:`jaxsim_contact.contact.relaxed`),
           smooth through contact make/break and stick/slip. It is stored as ``gradient =
           "smoothed"`` plus the dynamic field ``gradient_smoothing`` (``ρ`` is a traced leaf:
-          changing it never recompiles). The bare string ``"smoothed"`` raises ``ValueError``
-          (it needs ``ρ``): pass the object. NCP / CCP solvers only.
+          changing it never recompiles). NCP / CCP solvers only.
+        * ``jc.contact.RandomizedSmoothing(key, noise_scale=σ, num_samples=M)`` (the other
+          ``"smoothed"`` rule: first-order randomized smoothing, seed 000 §III-A): the forward
+          force is again the exact solution; its derivative is the average of the exact implicit
+          derivatives at ``M`` contact problems whose free velocity is perturbed by ``σ z_j``
+          (:mod:`jaxsim_contact.contact.randomized`; ``σ`` in m/s², smoothing the gap over
+          ``~σ·dt²``). Stored like the relaxed rule: ``gradient = "smoothed"`` plus the module in
+          ``gradient_smoothing`` (``key`` and ``σ`` are traced leaves: changing them never
+          recompiles; the same key gives the same derivative). NCP / CCP / LCP solvers.
+
+        The bare string ``"smoothed"`` raises ``ValueError`` (it needs ``ρ``, or a key and ``σ``):
+        pass one of the two objects.
 
         Anything else raises ``ValueError`` at construction, as does ``"unrolled"`` with a solver
         that has no fixed iteration cap (a positive int ``max_iterations``).
 
     Dynamic, set through ``gradient``:
-      gradient_smoothing: the :class:`~jaxsim_contact.contact.RelaxedComplementarity` when
-        ``gradient == "smoothed"``, else ``None``.
+      gradient_smoothing: the :class:`~jaxsim_contact.contact.RelaxedComplementarity` or
+        :class:`~jaxsim_contact.contact.RandomizedSmoothing` when ``gradient == "smoothed"``,
+        else ``None``.
     """
 
     dt: jax.Array
@@ -253,11 +264,13 @@ class Options(eqx.Module):
     gradient_smoothing: Any = None
 
     def __post_init__(self):
+        from .contact.randomized import RandomizedSmoothing
         from .contact.relaxed import RelaxedComplementarity
 
-        # gradient=RelaxedComplementarity(ρ): the static part ("smoothed") and the dynamic ρ are
-        # stored apart, so a jitted step sees ρ as a traced leaf.
-        if isinstance(self.gradient, RelaxedComplementarity):
+        # gradient=RelaxedComplementarity(ρ) / RandomizedSmoothing(key, σ): the static part
+        # ("smoothed") and the dynamic parameters are stored apart, so a jitted step sees ρ, the
+        # key and σ as traced leaves.
+        if isinstance(self.gradient, (RelaxedComplementarity, RandomizedSmoothing)):
             self.gradient_smoothing = self.gradient
             self.gradient = "smoothed"
         elif self.gradient != "smoothed":
@@ -266,7 +279,7 @@ class Options(eqx.Module):
     @property
     def contact_gradient(self):
         """What :func:`jaxsim_contact.contact.solve` receives as ``gradient``: the string, or the
-        ``RelaxedComplementarity`` for ``"smoothed"``."""
+        ``RelaxedComplementarity`` / ``RandomizedSmoothing`` for ``"smoothed"``."""
         return self.gradient_smoothing if self.gradient == "smoothed" else self.gradient
 
     def __check_init__(self):
@@ -280,15 +293,19 @@ class Options(eqx.Module):
                 f"got {type(self.solver).__name__}"
             )
         from .contact.implicit import GRADIENTS
+        from .contact.randomized import RandomizedSmoothing
         from .contact.relaxed import RelaxedComplementarity
 
         if self.gradient == "smoothed":
-            if not isinstance(self.gradient_smoothing, RelaxedComplementarity):
+            if not isinstance(self.gradient_smoothing, (RelaxedComplementarity, RandomizedSmoothing)):
                 raise ValueError(
-                    "Options.gradient='smoothed' needs its relaxation parameter: pass "
+                    "Options.gradient='smoothed' needs its parameters: pass "
                     "gradient=jc.contact.RelaxedComplementarity(relaxation=ρ) instead of the string "
                     "(ρ > 0 in N·m/s² for the step's force-unit problems; a contact switches on over "
-                    "a band of free velocity ~√(ρ/m), see jaxsim_contact.contact.relaxed)")
+                    "a band of free velocity ~√(ρ/m), see jaxsim_contact.contact.relaxed), or "
+                    "gradient=jc.contact.RandomizedSmoothing(key=jax.random.key(0), noise_scale=σ) "
+                    "(σ > 0 in m/s², smoothing the gap over ~σ·dt², see "
+                    "jaxsim_contact.contact.randomized)")
             self.gradient_smoothing.check_formulation(getattr(self.solver, "formulation", None))
         elif not isinstance(self.gradient, str) or self.gradient not in GRADIENTS:
             raise ValueError(

@@ -80,7 +80,7 @@ from ..geometry.mesh import ConvexMesh
 from ..geometry.shapes import Box, Plane, Shape
 from ..math import Transform, quat_conj, quat_from_axis_angle, quat_mul, safe_norm
 
-__all__ = ["Smoothing", "local_support_hessian", "needs_key"]
+__all__ = ["Smoothing", "local_support_hessian", "needs_key", "sample_noise", "DISTRIBUTIONS"]
 
 DISTRIBUTIONS = ("gaussian", "gumbel")
 ORDERS = (0, 1)
@@ -204,8 +204,14 @@ def _project(hess: jax.Array, unit: jax.Array) -> jax.Array:
     return proj @ (0.5 * (hess + hess.T)) @ proj
 
 
-def _sample(key, distribution: str, shape, dtype):
-    """Zero-mean noise and its score ``-∇log μ(z)`` (Gaussian: z; Gumbel: 1 - exp(-(z + γ)))."""
+def sample_noise(key, distribution: str, shape, dtype):
+    """Zero-mean noise ``z`` of ``shape`` and its score ``-∇log μ(z)`` (seed 000 eqs. 3–6, 26).
+
+    ``distribution``: ``"gaussian"`` (standard normal; score ``z``) or ``"gumbel"`` (standard
+    Gumbel shifted by the Euler–Mascheroni constant to zero mean; score ``1 - exp(-(z + γ))``).
+    Dimensionless; callers scale ``z`` by their noise level. Shared by the collision estimators and
+    :class:`jaxsim_contact.contact.RandomizedSmoothing` (which only needs ``z``).
+    """
     if distribution == "gaussian":
         z = jax.random.normal(key, shape, dtype)
         return z, z
@@ -216,7 +222,7 @@ def _sample(key, distribution: str, shape, dtype):
 def _mc_hessian(support_fn, unit, noise, num_samples, distribution, key):
     """Eq. 26: Monte Carlo Hessian of a support function from M perturbed support queries."""
     dtype = unit.dtype
-    z, score = _sample(key, distribution, (num_samples, 3), dtype)
+    z, score = sample_noise(key, distribution, (num_samples, 3), dtype)
     eps = noise.astype(dtype)
     plus = jax.vmap(support_fn)(unit + eps * z)
     if distribution == "gaussian":  # symmetric: antithetic pairs cancel the O(1) term
@@ -481,7 +487,7 @@ def _zeroth_order_tangents(config, primals, tangents, query):
         ]
     coord_dot = jnp.concatenate([c.astype(dtype) for c in coords])
     dim = coord_dot.shape[0]
-    z, score = _sample(key, config.distribution, (config.num_samples, dim), dtype)
+    z, score = sample_noise(key, config.distribution, (config.num_samples, dim), dtype)
     z = jax.lax.stop_gradient(z)
     warm = jax.lax.stop_gradient(point_a - point_b)
 

@@ -5,12 +5,15 @@ frames ``(t1, t2, n)`` (normal last); ``solve(problem, solver, warm_start)``; so
 ``ADMM``, ``StaggeredProjections``, ``Raisim``, ``PrimalNewton``; criteria ``residuals``.
 ``solve`` is differentiable w.r.t. ``G, g, μ, R`` (``gradient="implicit"``: mode-aware implicit
 rule of :mod:`.implicit`, seed 004 §III-B; ``"unrolled"``; or ``RelaxedComplementarity(ρ)``: the
-smoothed derivative of the relaxed problem, seed 002 §V-D, :mod:`.relaxed`); ``contact_modes``
+smoothed derivative of the relaxed problem, seed 002 §V-D, :mod:`.relaxed`; or
+``RandomizedSmoothing(key, noise_scale)``: the average of implicit derivatives at randomly
+perturbed free velocities, seed 000 §III-A, :mod:`.randomized`); ``contact_modes``
 exposes the breaking / sticking / sliding classification the implicit rule uses.
 """
 
 from . import builders
 from . import implicit
+from . import randomized
 from . import relaxed
 from .admm import ADMM
 from .implicit import BREAKING, GRADIENTS, SLIDING, STICKING, contact_modes, implicit_force
@@ -30,6 +33,7 @@ from .problem import (
     residuals,
 )
 from .raisim import Raisim
+from .randomized import RandomizedSmoothing, randomized_force
 from .relaxed import RelaxedComplementarity, smoothed_force
 from .solve import ContactSolution, ContactSolver, sanitize_problem, solve
 from .staggered import StaggeredProjections
@@ -38,8 +42,11 @@ __all__ = [
     "builders",
     "implicit",
     "relaxed",
+    "randomized",
     "RelaxedComplementarity",
     "smoothed_force",
+    "RandomizedSmoothing",
+    "randomized_force",
     "GRADIENTS",
     "BREAKING",
     "STICKING",

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 
 from .implicit import GRADIENTS, implicit_force
 from .problem import ContactProblem, Residuals, contact_residuals
+from .randomized import RandomizedSmoothing, randomized_force
 from .relaxed import RelaxedComplementarity, smoothed_force
 
 __all__ = ["ContactSolver", "ContactSolution", "solve", "sanitize_problem", "GRADIENTS"]
@@ -244,20 +245,28 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
           derivative is that of the relaxed-complementarity solution ``λ_ρ`` (``λ ∘ σ̄ = ρ e``),
           smooth through contact make/break and stick/slip, also w.r.t. ``ρ``. NCP and CCP
           formulations only (``ValueError`` otherwise).
+        * a :class:`~jaxsim_contact.contact.randomized.RandomizedSmoothing` (``"smoothed"``,
+          seed 000 §III-A): the force is again the exact solution; its derivative is the average
+          of the exact implicit derivatives at ``num_samples`` problems whose free velocity ``g``
+          is perturbed by ``noise_scale · z_j`` (``z_j`` drawn from the rule's ``key``), each
+          re-solved (warm-started from the exact solution) only when a derivative is taken.
+          NCP, CCP and LCP formulations (``ValueError`` for Raisim).
     Returns:
       :class:`ContactSolution`. jit- and vmap-compatible; never NaN: non-finite problems give
       zero force, zero derivatives and ``converged=False``.
     """
     relaxed = isinstance(gradient, RelaxedComplementarity)
-    if not relaxed and (not isinstance(gradient, str) or gradient not in GRADIENTS):
+    randomized = isinstance(gradient, RandomizedSmoothing)
+    if not (relaxed or randomized) and (not isinstance(gradient, str) or gradient not in GRADIENTS):
         raise ValueError(
-            f"gradient must be one of {GRADIENTS} or a jc.contact.RelaxedComplementarity(relaxation=ρ) "
-            f"(the 'smoothed' rule), got {gradient!r}")
+            f"gradient must be one of {GRADIENTS}, a jc.contact.RelaxedComplementarity(relaxation=ρ) "
+            "or a jc.contact.RandomizedSmoothing(key, noise_scale) (the 'smoothed' rules), got "
+            f"{gradient!r}")
     if solver is None:
         from .admm import ADMM
 
         solver = ADMM(formulation="ncp")
-    if relaxed:
+    if relaxed or randomized:
         gradient.check_formulation(solver.formulation)
     unrolled = gradient == "unrolled"
     safe, finite = sanitize_problem(problem)
@@ -281,6 +290,14 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
         force = smoothed_force(
             solver.formulation, safe.delassus, safe.free_velocity, safe.friction,
             safe.compliance, safe.active, force, gradient.relaxation, gradient.newton_iterations)
+        force = jnp.where(mask, force, 0.0)
+    elif randomized:
+        # perturbations only where the problem is finite and the contact active; the re-solves
+        # inside the rule run on stop_gradient data like the exact loop above
+        perturbations = jax.lax.stop_gradient(
+            jnp.where(finite, gradient.perturbations(safe.active, force.dtype), 0.0))
+        force = randomized_force(safe, loop_solver, force,
+                                 jax.lax.stop_gradient(loop_solver.rho(state)), perturbations)
         force = jnp.where(mask, force, 0.0)
     elif not unrolled:
         # Attach the implicit derivative; sanitising outside the rule masks the tangents of
