@@ -120,30 +120,19 @@ def scenes() -> dict:
     return out
 
 
-#: Go2 standing pose: (hip, thigh, calf) angles (rad) of every leg (inside the URDF limits; the
-#: URDF's qpos0 = 0 puts every calf 0.84 rad past its limit)
-GO2_STANDING_LEG = (0.0, 0.8, -1.5)
 #: height (m) of the lowest foot vertex above the floor at the start: the robot drops and lands
 GO2_DROP = 0.01
 
 
 def go2():
-    """``(MjModel, q0)``: the Go2 on a floor, legs in the standing pose, feet ``GO2_DROP`` above it."""
+    """``(MjModel, q0)``: the Go2 on a floor, legs in the standing pose of
+    ``examples/inverse_standing_quadruped.py`` (inside the URDF limits; the URDF's qpos0 = 0 puts
+    every calf 0.84 rad past its limit), feet ``GO2_DROP`` above the floor."""
+    sys.path.insert(0, str(HERE.parent / "examples"))
+    from inverse_standing_quadruped import standing_configuration
+
     mj = _robot("go2_description/urdf/go2.urdf", floating_base=True)
-    q0 = mj.qpos0.copy()
-    q0[3:7] = (1.0, 0.0, 0.0, 0.0)
-    q0[7:19] = np.tile(GO2_STANDING_LEG, 4)
-    data = mujoco.MjData(mj)
-    data.qpos[:] = q0
-    mujoco.mj_kinematics(mj, data)
-    lowest = np.inf
-    for g in range(mj.ngeom):
-        if mj.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH:
-            m = mj.geom_dataid[g]
-            verts = mj.mesh_vert[mj.mesh_vertadr[m]: mj.mesh_vertadr[m] + mj.mesh_vertnum[m]]
-            lowest = min(lowest, (data.geom_xpos[g] + verts @ data.geom_xmat[g].reshape(3, 3).T)[:, 2].min())
-    q0[2] += GO2_DROP - lowest
-    return mj, q0
+    return mj, standing_configuration(mj, penetration=-GO2_DROP)
 
 
 def _check_within_joint_limits(name: str, mj, q0):
