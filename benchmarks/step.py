@@ -14,7 +14,9 @@ Scenes (one ``mujoco.MjModel`` each, handed to all three engines — ours throug
 
 Each engine advances ``batch`` environments ``steps`` steps from the same initial state. Ours and
 MJX run one ``jit(vmap(scan(step)))`` (the first call is reported as compile time, then the median
-of ``--repeats`` calls, blocked on the result); MuJoCo C runs ``mujoco.rollout`` on one thread.
+of ``--repeats`` calls, blocked on the result) — or, with ``--chunk N``, both run
+``jit(jc.chunked_vmap(scan(step), N))``: the batch in chunks of ``N`` environments one after
+another, which on a CPU keeps a chunk's working set in cache (see ``jc.chunked_vmap``); MuJoCo C runs ``mujoco.rollout`` on one thread.
 Times are CPU time of the pinned process (``time.process_time``), so other jobs on a shared
 machine do not inflate them. The physics differ on purpose: we solve hard NCP contact with ADMM (default options, float64
 here), MuJoCo / MJX their soft-contact convex model with their Newton / CG solver — compare
@@ -23,6 +25,7 @@ throughput, not trajectories. Our mean solver iterations and max criterion are r
     pip install -e ".[test,bench]"
     python benchmarks/step.py --quick     # batch 1 and 32, ~10 minutes on 2 loaded cores
     python benchmarks/step.py             # batch 1, 32, 256, 1024
+    python benchmarks/step.py --chunk 16 --batches 256 1024   # chunked batches (step_chunk16.*)
 
 Writes ``benchmarks/results/step.json`` and ``step.md`` (``step_quick.*`` with ``--quick``).
 """
@@ -87,13 +90,15 @@ def _robot(file: str, floating_base: bool = False, edit=None, **kwargs):
     return jc.io.compile_spec(spec, path)
 
 
-def panda(edit=None):
-    """``(MjModel, q0)``: the Panda on a floor, its reference pose clipped into the joint limits."""
+def panda(edit=None, limit_margin: float = 0.0):
+    """``(MjModel, q0)``: the Panda on a floor, its reference pose clipped into the joint limits
+    shrunk by ``limit_margin`` (rad or m; 0 puts joint 4 and both fingers exactly on a limit)."""
     mj = _robot("panda_description/urdf/panda.urdf", ignore_equality=True, edit=edit)
     q0 = mj.qpos0.copy()
     limited = mj.jnt_limited.astype(bool)
-    q0[mj.jnt_qposadr[limited]] = np.clip(q0[mj.jnt_qposadr[limited]], mj.jnt_range[limited, 0],
-                                          mj.jnt_range[limited, 1])
+    q0[mj.jnt_qposadr[limited]] = np.clip(q0[mj.jnt_qposadr[limited]],
+                                          mj.jnt_range[limited, 0] + limit_margin,
+                                          mj.jnt_range[limited, 1] - limit_margin)
     return mj, q0
 
 
@@ -163,7 +168,12 @@ def _median_time(fn, repeats: int):
     return steady, max(first - steady, 0.0), out
 
 
-def bench_ours(mj, q0, batch: int, steps: int, repeats: int):
+def _batched(run, batch: int, chunk: int):
+    """``jax.vmap(run)``, or ``jc.chunked_vmap(run, chunk)`` when ``0 < chunk < batch``."""
+    return jc.chunked_vmap(run, chunk) if 0 < chunk < batch else jax.vmap(run)
+
+
+def bench_ours(mj, q0, batch: int, steps: int, repeats: int, chunk: int = 0):
     model = jc.io.from_mjmodel(mj)
     state = jc.init(model, q=jnp.asarray(q0))
     states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), state)
@@ -179,7 +189,7 @@ def bench_ours(mj, q0, batch: int, steps: int, repeats: int):
         (s, iters, worst), _ = jax.lax.scan(body, (s, *zero), None, length=steps)
         return s.q, iters, worst
 
-    fn = jax.jit(jax.vmap(run))
+    fn = jax.jit(_batched(run, batch, chunk))
     steady, compile_s, (q, iters, worst) = _median_time(lambda: fn(states), repeats)
     finite = bool(np.all(np.isfinite(np.asarray(q))))
     return dict(seconds=steady, compile_s=compile_s, env_steps_per_s=batch * steps / steady,
@@ -187,7 +197,7 @@ def bench_ours(mj, q0, batch: int, steps: int, repeats: int):
                 finite=finite)
 
 
-def bench_mjx(mj, q0, batch: int, steps: int, repeats: int):
+def bench_mjx(mj, q0, batch: int, steps: int, repeats: int, chunk: int = 0):
     from mujoco import mjx
 
     mx = mjx.put_model(mj)
@@ -198,13 +208,13 @@ def bench_mjx(mj, q0, batch: int, steps: int, repeats: int):
         d, _ = jax.lax.scan(lambda d, _: (mjx.step(mx, d), None), d, None, length=steps)
         return d.qpos
 
-    fn = jax.jit(jax.vmap(run))
+    fn = jax.jit(_batched(run, batch, chunk))
     steady, compile_s, q = _median_time(lambda: fn(datas), repeats)
     return dict(seconds=steady, compile_s=compile_s, env_steps_per_s=batch * steps / steady,
                 finite=bool(np.all(np.isfinite(np.asarray(q)))))
 
 
-def bench_mujoco_c(mj, q0, batch: int, steps: int, repeats: int):
+def bench_mujoco_c(mj, q0, batch: int, steps: int, repeats: int, chunk: int = 0):
     from mujoco import rollout
 
     data = mujoco.MjData(mj)
@@ -234,6 +244,9 @@ def main(argv=None):
     parser.add_argument("--scenes", nargs="*", default=None)
     parser.add_argument("--steps", type=int, default=50, help="steps per timed call")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--chunk", type=int, default=0,
+                        help="run ours and MJX batches through jc.chunked_vmap in chunks of this many "
+                             "environments (0: plain vmap); writes step_chunk<N>.*")
     parser.add_argument("--all-cores", action="store_true", help="do not pin the process to one core")
     parser.add_argument("--max-seconds", type=float, default=60.0,
                         help="skip an engine's larger batches once one call would exceed this (MJX on "
@@ -252,7 +265,12 @@ def main(argv=None):
                 cores_used=len(os.sched_getaffinity(0)),
                 loadavg_start=[round(x, 2) for x in os.getloadavg()])
     rows = []
+    if args.chunk < 0:
+        parser.error(f"--chunk must be >= 0, got {args.chunk}")
     stem = "step_quick" if args.quick else "step"
+    if args.chunk:
+        stem = f"{stem}_chunk{args.chunk}"
+    meta["chunk"] = args.chunk
     out_dir = HERE / "results"
     out_dir.mkdir(exist_ok=True)
     all_scenes = scenes()
@@ -270,7 +288,7 @@ def main(argv=None):
                     row[engine] = dict(error=f"skipped: {too_slow[engine]:.1f} s per call at a smaller batch")
                     continue
                 try:
-                    row[engine] = fn(mj, q0, batch, args.steps, args.repeats)
+                    row[engine] = fn(mj, q0, batch, args.steps, args.repeats, args.chunk)
                     # the next batch's call, extrapolated linearly (pessimistic: batching is
                     # sublinear); extrapolating to the largest batch skipped whole scenes
                     larger = [b for b in batches if b > batch]
@@ -300,7 +318,8 @@ def markdown(meta, rows, argv) -> str:
         f"({meta['machine']}; process pinned to {meta['cores_used']}), jax {meta['jax']}, mujoco {meta['mujoco']}, {meta['steps']} steps per "
         f"call, median of {meta['repeats']} (CPU time); load average {meta['loadavg_start']} → {meta['loadavg_end']}.",
         "Float64. Ours: hard NCP contact, ADMM (default options). MJX / MuJoCo C: their soft "
-        "contact and solver options from the same model. MuJoCo C: one thread (`mujoco.rollout`); ours and MJX in the same pinned process.",
+        "contact and solver options from the same model. MuJoCo C: one thread (`mujoco.rollout`); ours and MJX in the same pinned process"
+        + (f", both batched by `jc.chunked_vmap` in chunks of {meta['chunk']} environments." if meta.get("chunk") else ", batched by `jax.vmap`."),
         "",
         "| scene | nv | batch | ours env-steps/s | MJX env-steps/s | MuJoCo C env-steps/s | ours / MJX | "
         "ours / MuJoCo C | compile ours / MJX (s) | ours mean iters | ours max criterion |",
