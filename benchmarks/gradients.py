@@ -24,7 +24,9 @@ MuJoCo C — ``mj_step`` with zero controls for ``--settle`` steps):
   6 motors, lying on its feet on a plane;
 * ``humanoid``     — MJX's benchmark humanoid (``mujoco/mjx/test_data/humanoid/humanoid.xml``,
   21 motors);
-* ``panda``        — the Franka Panda URDF (example-robot-data) on a floor, a motor per joint;
+* ``panda``        — the Franka Panda URDF (example-robot-data) on a floor, a motor per joint,
+  its reference pose clipped ``PANDA_LIMIT_MARGIN`` inside the joint limits (not onto them: see
+  ``scenes``);
 * ``go2``          — the Unitree Go2 URDF standing on a floor (all 19 collision meshes), a motor
   per joint (``examples/inverse_standing_quadruped.py``), at rest in its standing pose, feet
   0.1 mm into the floor (not settled: without torques it folds).
@@ -67,6 +69,9 @@ import step as step_bench  # noqa: E402  (benchmarks/step.py: shared scenes and 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 HORIZON = 100
+#: distance (rad, m) of the Panda start from every joint limit: with the arm at rest no limit
+#: row is active after the warm-start step, and none is within reach of a ±h FD perturbation
+PANDA_LIMIT_MARGIN = 0.01
 
 HALF_CHEETAH = """<mujoco model="half_cheetah_like">
   <option timestep="0.01" gravity="0 0 -9.81"/>
@@ -154,7 +159,11 @@ def scenes(settle: int) -> dict:
         out["humanoid"] = (humanoid, *_settle(humanoid, q0, settle))
     except ImportError:
         print("humanoid skipped: mujoco-mjx is not installed (pip install -e '.[bench]')")
-    panda, q0 = step_bench.panda(edit=_motors_on_joints)
+    # Strictly inside the joint limits: on a limit (step.panda's default clip puts joint 4 and the
+    # fingers there) gravity holds the arm at distance ~1e-13 from it, where v⁺(q) has a kink (the
+    # limit's target speed is -d/dt for d > 0 but Baumgarte's -β d/dt for d < 0), so central
+    # differences straddle two one-sided slopes (the old 67 % disagreement, issue 6).
+    panda, q0 = step_bench.panda(edit=_motors_on_joints, limit_margin=PANDA_LIMIT_MARGIN)
     out["panda"] = (panda, q0, np.zeros(panda.nv))  # an arm at rest: no settling needed
     sys.path.insert(0, str(ROOT / "examples"))
     from inverse_standing_quadruped import go2_mjmodel, standing_configuration
@@ -215,29 +224,45 @@ def _loss(q, v):
     return jnp.sum(q[-1] ** 2) + 1e-2 * jnp.sum(v ** 2)
 
 
-def bench_ours(mj, qpos, qvel, repeats, fd_step, skip_over):
-    model = jc.io.from_mjmodel(mj)
+def flat_step(model, qpos, qvel):
+    """``(state, next_state, x)``: ``state`` is one step after ``(qpos, qvel)`` with zero controls
+    (its contact cache warm-starts the next solve, as in a running simulation; warm-starting a
+    state from its own solution would make the forward step converge in 0 iterations), and
+    ``next_state(x)`` is ``jc.step`` from it as a function of the flat ``x = (q, v, ctrl)``
+    (``(nq + nv + nu,)``), ``x`` its value at ``state``."""
     nq, nv, nu = model.nq, model.nv, model.nu
-    # one step from the settled state: its contact cache warm-starts the next solve, as in a
-    # running simulation (warm-starting a state from its own solution would make the timed
-    # forward step converge in 0 iterations)
     state = jax.jit(jc.step)(model, jc.init(model, q=jnp.asarray(qpos), v=jnp.asarray(qvel)),
                              jnp.zeros(nu))
 
-    def f_step(x):
+    def next_state(x):
         s = jc.State(q=x[:nq], v=x[nq:nq + nv], time=state.time, error=state.error,
                      contact=state.contact)
-        return jc.step(model, s, x[nq + nv:]).v
+        return jc.step(model, s, x[nq + nv:])
+
+    return state, next_state, jnp.concatenate([state.q, state.v, jnp.zeros(nu)])
+
+
+def bench_ours(mj, qpos, qvel, repeats, fd_step, skip_over):
+    model = jc.io.from_mjmodel(mj)
+    state, next_state, x = flat_step(model, qpos, qvel)
+
+    def f_step(x):
+        return next_state(x).v
 
     def f_rollout(ctrls, v0):
         s = jc.State(q=state.q, v=v0, time=state.time, error=state.error, contact=state.contact)
         _, traj = jc.rollout(model, s, ctrls)
         return _loss(traj.q, traj.v)
 
-    x = jnp.concatenate([state.q, state.v, jnp.zeros(nu)])
+    nu = model.nu
     ctrls = 0.1 * jnp.asarray(np.random.default_rng(0).uniform(-1, 1, (HORIZON, nu)))
     res = _measure("ours", f_step, x, f_rollout, (ctrls, state.v), repeats, fd_step, skip_over)
     res["active_contacts"] = int(state.contact.num_active)
+    # constraint rows of the differentiated step (at x): one with |distance| ≲ fd_step sits on the
+    # kink of its target speed at distance 0, where central differences are not a derivative
+    at_x = jax.jit(jc.step)(model, state, jnp.zeros(nu)).contact
+    near = np.abs(np.asarray(at_x.distance))[np.asarray(at_x.active)]
+    res["nearest_active_distance"] = float(near.min()) if near.size else None
     res["solver_iterations"] = int(state.contact.iterations)
     return res
 

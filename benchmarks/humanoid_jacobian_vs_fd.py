@@ -13,6 +13,7 @@ Needs ``mujoco-mjx`` (its test data holds the humanoid): ``pip install -e '.[ben
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import jax
@@ -24,6 +25,9 @@ jax.config.update("jax_enable_x64", True)
 
 import jaxsim_contact as jc  # noqa: E402
 from jaxsim_contact.pipeline.constraints import contact_slots  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gradients  # noqa: E402  (benchmarks/gradients.py: the flat-x step)
 
 
 def settled_humanoid(settle: int = 100):
@@ -41,17 +45,11 @@ def settled_humanoid(settle: int = 100):
 def main():
     mj, qpos, qvel = settled_humanoid()
     model = jc.io.from_mjmodel(mj)
-    nq, nv, nu = model.nq, model.nv, model.nu
-    state = jax.jit(jc.step)(model, jc.init(model, q=jnp.asarray(qpos), v=jnp.asarray(qvel)), jnp.zeros(nu))
-
-    def next_state(x):
-        s = jc.State(q=x[:nq], v=x[nq:nq + nv], time=state.time, error=state.error, contact=state.contact)
-        return jc.step(model, s, x[nq + nv:])
+    state, next_state, x = gradients.flat_step(model, qpos, qvel)
 
     def f_step(x):
         return next_state(x).v
 
-    x = jnp.concatenate([state.q, state.v, jnp.zeros(nu)])
     c = jax.jit(next_state)(x).contact
     budget = contact_slots(model)
     rows = np.where(np.asarray(c.active))[0]
