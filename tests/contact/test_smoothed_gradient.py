@@ -187,9 +187,13 @@ def _ball(kind: str):
 
 
 SWEEP_HEIGHTS = np.linspace(0.5e-3, 3.5e-3, 151)
+#: time step (s) of the pushed-ball scene and the height (m) where its contact switches on
+#: within a step: h* = (0.1 + 9.81·dt)·dt (the sweep's start velocity is 0.1 m/s down)
+SWEEP_DT = 0.01
+SWITCH_HEIGHT = (0.1 + 9.81 * SWEEP_DT) * SWEEP_DT
 #: extra heights for the randomized rule's no-NaN check: exact touching, a 0.1 mm penetration and
-#: the make point h* = (0.1 + 9.81·dt)·dt itself
-TOUCHING_HEIGHTS = np.asarray([0.0, -1e-4, (0.1 + 9.81 * 0.01) * 0.01])
+#: the make point itself
+TOUCHING_HEIGHTS = np.asarray([0.0, -1e-4, SWITCH_HEIGHT])
 
 
 def _sweep_derivatives(model, heights, velocity, reverse: bool):
@@ -259,21 +263,26 @@ def test_contact_make_implicit_jumps_smoothed_is_smooth():
     mode of the smoothed rule agree."""
     h, implicit_fwd, _ = _sweep("implicit")
     _, smooth_fwd, smooth_rev = _sweep("smoothed")
-    dt = 0.01
     np.testing.assert_allclose(smooth_rev, smooth_fwd, atol=1e-9)
     assert np.all(np.isfinite(smooth_fwd))
-    switch_height = (0.1 + 9.81 * dt) * dt
     # implicit: two plateaus and a jump
-    np.testing.assert_allclose(implicit_fwd[h < switch_height - 0.05e-3], -1 / dt, rtol=1e-6)
-    np.testing.assert_allclose(implicit_fwd[h > switch_height + 0.05e-3], 0.0, atol=1e-9)
-    assert np.max(np.abs(np.diff(implicit_fwd))) > 0.9 / dt
-    # smoothed: no jump, a monotone transition through the switch
-    assert np.max(np.abs(np.diff(smooth_fwd))) < 0.3 / dt
-    assert np.all(np.diff(smooth_fwd) >= -1e-9)
-    at_switch = int(np.argmin(np.abs(h - switch_height)))
-    assert -0.9 / dt < smooth_fwd[at_switch] < -0.1 / dt
-    far = np.abs(h - switch_height) > 1.0e-3
-    np.testing.assert_allclose(smooth_fwd[far], implicit_fwd[far], atol=0.02 / dt)
+    np.testing.assert_allclose(implicit_fwd[h < SWITCH_HEIGHT - 0.05e-3], -1 / SWEEP_DT, rtol=1e-6)
+    np.testing.assert_allclose(implicit_fwd[h > SWITCH_HEIGHT + 0.05e-3], 0.0, atol=1e-9)
+    _assert_smooth_transition(h, implicit_fwd, smooth_fwd, far_atol=0.02 / SWEEP_DT)
+
+
+def _assert_smooth_transition(h, implicit, smooth, far_atol):
+    """The implicit derivative jumps by ~1/dt between neighbouring heights; the smoothed one moves
+    by < 30 % of that, monotonically, lies strictly between the plateaus at the switch and equals
+    the implicit one to ``far_atol`` more than 1 mm away from it."""
+    assert np.max(np.abs(np.diff(implicit))) > 0.9 / SWEEP_DT
+    assert np.max(np.abs(np.diff(smooth))) < 0.3 / SWEEP_DT
+    assert np.all(np.diff(smooth) >= -1e-9)
+    at_switch = int(np.argmin(np.abs(h - SWITCH_HEIGHT)))
+    assert -0.9 / SWEEP_DT < smooth[at_switch] < -0.1 / SWEEP_DT
+    far = np.abs(h - SWITCH_HEIGHT) > 1.0e-3
+    assert np.sum(far) > 40
+    np.testing.assert_allclose(smooth[far], implicit[far], atol=far_atol)
 
 
 def test_bare_smoothed_string_and_bad_relaxation_raise_at_construction():
@@ -429,16 +438,7 @@ def test_contact_make_randomized_is_smooth():
     m = SWEEP_HEIGHTS.shape[0]
     h, fwd = h_all[:m], fwd_all[:m]
     _, implicit_fwd, _ = _sweep("implicit")
-    dt = 0.01
-    switch_height = (0.1 + 9.81 * dt) * dt
-    assert np.max(np.abs(np.diff(implicit_fwd))) > 0.9 / dt
-    assert np.max(np.abs(np.diff(fwd))) < 0.3 / dt
-    assert np.all(np.diff(fwd) >= -1e-9)
-    at_switch = int(np.argmin(np.abs(h - switch_height)))
-    assert -0.9 / dt < fwd[at_switch] < -0.1 / dt
-    far = np.abs(h - switch_height) > 1.0e-3
-    assert np.sum(far) > 40
-    np.testing.assert_allclose(fwd[far], implicit_fwd[far], atol=1e-6 / dt)
+    _assert_smooth_transition(h, implicit_fwd, fwd, far_atol=1e-6 / SWEEP_DT)
 
 
 def test_randomized_bad_input_raises_and_parameters_are_dynamic(tmp_path):
