@@ -167,7 +167,8 @@ def _iterate(solver, safe, state0, crit0, unrolled: bool):
     A solver with ``epoch_length = k > 0`` runs in epochs: ``refresh`` once, then ``k`` steps
     (an inner fixed-length loop), so per-epoch work such as a refactorisation is paid once per
     ``k`` iterations even under ``vmap``, where a per-step ``cond`` would execute both branches.
-    Returns ``(state, iterations, done, criterion)``.
+    Returns ``(state, iterations, done, criterion)``: the last state when converged, else the
+    state with the lowest criterion seen (and that criterion).
     """
     tol = jnp.asarray(solver.tolerance, crit0.dtype)
     max_it = solver.max_iterations
@@ -178,7 +179,7 @@ def _iterate(solver, safe, state0, crit0, unrolled: bool):
         return jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), old, new)
 
     def body(carry):
-        state, it, done, crit = carry
+        state, it, done, crit, best, best_crit = carry
         frozen = done | (it >= max_it)
         new = solver.step(safe, state)
         new_crit = solver.criterion(safe, new)
@@ -187,28 +188,35 @@ def _iterate(solver, safe, state0, crit0, unrolled: bool):
         crit = jnp.where(frozen, crit, new_crit)
         it = jnp.where(frozen, it, it + 1)
         done = done | (crit <= tol)
-        return state, it, done, crit
+        better = ~frozen & (new_crit < best_crit)
+        best = freeze(~better, best, new)
+        best_crit = jnp.where(better, new_crit, best_crit)
+        return state, it, done, crit, best, best_crit
 
     def epoch_body(carry):
-        state, it, done, crit = carry
+        state, it, done, crit, best, best_crit = carry
         state = freeze(done, state, solver.refresh(safe, state))
-        carry = (state, it, done, crit)
+        carry = (state, it, done, crit, best, best_crit)
         if unrolled:
             return jax.lax.scan(lambda c, _: (body(c), None), carry, None, length=epoch)[0]
         return jax.lax.fori_loop(0, epoch, lambda _, c: body(c), carry)
 
     crit0 = jnp.where(jnp.isfinite(crit0), crit0, jnp.inf)
-    carry = (state0, jnp.zeros((), jnp.int32), crit0 <= tol, crit0)
+    carry = (state0, jnp.zeros((), jnp.int32), crit0 <= tol, crit0, state0, crit0)
     outer, length = (epoch_body, -(-max_it // epoch)) if epoch > 0 else (body, max_it)
     if unrolled:
         carry, _ = jax.lax.scan(lambda c, _: (outer(c), None), carry, None, length=length)
-        return carry
+    else:
+        def cond(carry):
+            _, it, done, *_ = carry
+            return (~done) & (it < max_it)
 
-    def cond(carry):
-        _, it, done, _ = carry
-        return (~done) & (it < max_it)
-
-    return jax.lax.while_loop(cond, outer, carry)
+        carry = jax.lax.while_loop(cond, outer, carry)
+    # Stopped by the cap: the iterate with the lowest criterion seen, not the last one (a
+    # non-monotone method — ADMM on the NCP, and more so with Anderson extrapolation — can end
+    # far above its best). Converged: the last iterate is the first at the tolerance, hence best.
+    _, it, done, _, best, best_crit = carry
+    return best, it, done, best_crit
 
 
 def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_start=None,
