@@ -248,6 +248,9 @@ def main(argv=None):
                         help="run ours and MJX batches through jc.chunked_vmap in chunks of this many "
                              "environments (0: plain vmap); writes step_chunk<N>.*")
     parser.add_argument("--all-cores", action="store_true", help="do not pin the process to one core")
+    parser.add_argument("--out", default=None,
+                        help="stem of the result files in benchmarks/results (default: step, "
+                             "step_quick with --quick, step_chunk<N> with --chunk N)")
     parser.add_argument("--max-seconds", type=float, default=60.0,
                         help="skip an engine's larger batches once one call would exceed this (MJX on "
                              "meshes: 16 s per 20-step call at batch 1 for the Panda)")
@@ -270,6 +273,7 @@ def main(argv=None):
     stem = "step_quick" if args.quick else "step"
     if args.chunk:
         stem = f"{stem}_chunk{args.chunk}"
+    stem = args.out or stem
     meta["chunk"] = args.chunk
     out_dir = HERE / "results"
     out_dir.mkdir(exist_ok=True)
