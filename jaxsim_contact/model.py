@@ -162,7 +162,7 @@ def _default_solver():
     # (6.1 -> 6.2); demo 500 steps 28 -> 4 (45.7 -> 47.5). A batched loop pays its slowest lane,
     # so the cap is what one unconverged lane costs the whole batch.
     # Anderson acceleration with memory 5 (benchmarks/solver_cap.py --anderson 0 5,
-    # results/solver_anderson.md): mean iterations humanoid 212 -> 77, Go2 46 -> 19, demo
+    # results/solver_anderson.md): mean iterations humanoid 212 -> 77, Go2 47 -> 17, demo
     # 50 -> 22, tower 6.3 -> 3.6, with fewer steps at the cap.
     return ADMM(formulation="ncp", max_iterations=500, tolerance=1e-6, factorization="cholesky",
                 refactor_every=10, power_iterations=10, rho_update="balanced",

@@ -353,9 +353,9 @@ class ADMM(ContactSolver):
         new_rho = jnp.clip(new_rho, state.rho_bounds[0], state.rho_bounds[1])
         new_rho = jnp.where(jnp.isfinite(new_rho), new_rho, rho)
         if self.anderson_memory:
-            # x = (z, γ/ρ): both halves in force units, so the least squares weighs them alike
             # A new ρ is a new map: its history no longer applies.
             history = anderson_reset(state.anderson, rho != state.anderson_rho)
+            # x = (z, γ/ρ): both halves in force units, so the least squares weighs them alike
             image = jnp.concatenate([z_new, gamma_new / rho])
             x_next, history = anderson_step(history, jnp.concatenate([z, gamma / rho]), image)
             # Extrapolation is a speed-up and must not cost convergence: on the few problems

@@ -62,6 +62,7 @@ def chunked_vmap(fn: Callable, chunk_size: int = 8) -> Callable:
 
         chunks = jax.tree_util.tree_map(to_chunks, args)
         out = jax.lax.map(lambda chunk: jax.vmap(fn)(*chunk), chunks)
-        return jax.tree_util.tree_map(lambda y: y.reshape((y.shape[0] * y.shape[1],) + y.shape[2:])[:batch], out)
+        return jax.tree_util.tree_map(
+            lambda y: y.reshape((y.shape[0] * y.shape[1],) + y.shape[2:])[:batch], out)
 
     return wrapped
