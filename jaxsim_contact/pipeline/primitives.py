@@ -109,16 +109,20 @@ def plane_cylinder(a: GeomData, b: GeomData, margin) -> Manifold:
 
 
 def plane_mesh(a: GeomData, b: GeomData, margin) -> Manifold:
-    points = b.pos + b.vertices @ b.rot.T
-    height, mid, normal = _plane_points(a, points)
+    # In the mesh frame: heights are one dot product per vertex, and only the 4 chosen points are
+    # moved to the world (distances and areas of reduce_to_four do not depend on the frame).
+    normal, origin = _plane(a)
+    normal_mesh = b.rot.T @ normal
+    height = b.vertices @ normal_mesh + (b.pos - origin) @ normal
+    mid_mesh = b.vertices - 0.5 * height[:, None] * normal_mesh
     big = jnp.asarray(jnp.finfo(height.dtype).max / 4, height.dtype)
     height = jnp.where(b.vertex_mask, height, big)
     deepest = jnp.min(height)
     size = jnp.max(safe_norm(b.vertices - b.vertices[0]))
     # vertices that touch (within the margin, or within rounding of the deepest one)
     near = b.vertex_mask & (height <= jnp.maximum(margin, deepest + point_tolerance(size)))
-    index, valid = reduce_to_four(mid, height, near, normal, point_tolerance(size))
-    return make_manifold(height[index], mid[index], normal, valid)
+    index, valid = reduce_to_four(mid_mesh, height, near, normal_mesh, point_tolerance(size))
+    return make_manifold(height[index], b.pos + mid_mesh[index] @ b.rot.T, normal, valid)
 
 
 def _sphere_pair(center_a, radius_a, center_b, radius_b):

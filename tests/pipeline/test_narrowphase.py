@@ -209,3 +209,59 @@ def test_culling_budget_overflow_is_flagged_and_keeps_the_closest_pairs():
     assert int(jnp.sum(culled.active)) == 4 * 4 + 2 * 4
     # the diagonal pairs (farther than the margin) are never active
     assert np.all(np.asarray(full.distance)[np.asarray(full.active)] <= 1e-3 + 1e-12)
+
+
+def _hull_points(count: int, radius: float, seed: int) -> str:
+    """``count`` points on a sphere (all on the hull), as an MJCF ``vertex`` attribute."""
+    rng = np.random.default_rng(seed)
+    points = rng.normal(size=(count, 3))
+    points = radius * points / np.linalg.norm(points, axis=1, keepdims=True)
+    return " ".join(f"{x:.9f}" for x in points.ravel())
+
+
+def test_mesh_pairs_in_hull_size_buckets_equal_one_padded_batch(tmp_path, monkeypatch):
+    # three meshes of 8, 40 and 300 hull vertices sink 1 mm into a floor (contype 2: meshes touch
+    # the floor only): bucketed by hull size
+    # (pipeline.narrowphase.width_buckets) the narrow phase must give the candidates of one vmap
+    # over hulls all padded to 300 vertices (up to rounding: other vector widths), in the same
+    # order (keys, warm starts)
+    from jaxsim_contact.pipeline import narrowphase
+
+    cube = " ".join(f"{x} {y} {z}" for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.1, 0.1))
+    xml = f"""
+    <mujoco>
+      <asset>
+        <mesh name="cube" vertex="{cube}"/>
+        <mesh name="ball40" vertex="{_hull_points(40, 0.1, 1)}"/>
+        <mesh name="ball300" vertex="{_hull_points(300, 0.1, 2)}"/>
+      </asset>
+      <worldbody>
+        <geom name="floor" type="plane" size="5 5 0.1"/>
+        <body pos="0 0 0.099"><freejoint/><geom type="mesh" mesh="cube" contype="2"/></body>
+        <body pos="0.5 0 0.099" euler="10 20 30"><freejoint/><geom type="mesh" mesh="ball40" contype="2"/></body>
+        <body pos="1 0 0.099"><freejoint/><geom type="mesh" mesh="ball300" contype="2"/></body>
+        <body pos="1.5 0 0.099" euler="5 0 0"><freejoint/><geom type="mesh" mesh="cube" contype="2"/></body>
+      </worldbody>
+    </mujoco>"""
+    path = tmp_path / "meshes.xml"
+    path.write_text(xml)
+    model = jc.load(path)
+    (group,) = model.collision.groups
+    assert (group.type_a, group.type_b) == (T.PLANE, T.MESH)
+    buckets = narrowphase.width_buckets(model, model.collision, group)
+    assert len(buckets) == 3 and sorted(np.concatenate(buckets)) == list(range(4))
+    kin = jc.dynamics.forward_kinematics(model, model.qpos0)
+
+    def narrow():
+        return jax.jit(lambda m: jc.pipeline.narrow_phase(m, m.collision, kin, m.options.contact_margin))(model)
+
+    bucketed = narrow()
+    monkeypatch.setattr(narrowphase, "width_buckets", lambda model, structure, group: [np.arange(group.num_pairs)])
+    padded = narrow()
+    # 4 corners of the cube faces, at least one point of each ball
+    assert int(jnp.sum(bucketed.active)) >= 4 + 1 + 1 + 4
+    for name in ("active", "key", "body_b"):
+        np.testing.assert_array_equal(getattr(bucketed, name), getattr(padded, name), err_msg=name)
+    for name in ("distance", "point", "normal"):
+        np.testing.assert_allclose(getattr(bucketed, name), getattr(padded, name), rtol=0, atol=1e-12,
+                                   err_msg=name)
