@@ -45,6 +45,7 @@ CHECKPOINTS = (10, 50, 100, 200, 500, 1000, 2000)
 def variants(default):
     return {
         "default (balanced ρ, Cholesky, refactor 10)": default,
+        "default without Anderson acceleration": default.replace(anderson_memory=0),
         "spectral ρ": default.replace(rho_update="spectral"),
         "balanced ρ, refactor every iteration": default.replace(refactor_every=1),
         "eigh, balanced ρ": default.replace(factorization="eigh"),
