@@ -1,5 +1,7 @@
-"""Compile time and run time with and without ``--xla_cpu_use_fusion_emitters=false``
-(``jaxsim_contact.xla_flags.FAST_CPU_COMPILE``), in one run.
+"""Compile time and run time with and without ``--xla_cpu_use_fusion_emitters=false``, in one run.
+
+The flag is measured, not used: with it XLA 0.10.2 miscomputed one EPA query of the property
+tests (``docs/sharp_bits.md``, "Compile time on CPU").
 
 Each setting runs in its own child process (XLA reads ``XLA_FLAGS`` once per process), pinned to
 one core, alternating ``default, fast, default, fast, ...`` for ``--rounds`` rounds so that drift
@@ -89,7 +91,8 @@ def render(report: dict) -> str:
         f"`{report['command']}` — {report['date']}, {report['machine']}, jax {report['jax']}; "
         f"each setting in its own process pinned to one core, CPU time, {len(rounds)} alternating "
         "rounds (one column per round). `fast` = `--xla_cpu_use_fusion_emitters=false` "
-        "(`jaxsim_contact.xla_flags.FAST_CPU_COMPILE`), `default` = no flag.",
+        "(XLA's older LLVM emitters), `default` = no flag. Not used by the engine: with it one EPA query "
+        "of the property tests came out wrong (`docs/sharp_bits.md`, \"Compile time on CPU\").",
         "",
         "| program | quantity | default | fast | fast / default (means) |",
         "|---|---|---|---|---|",

@@ -4,7 +4,7 @@ Public names follow the contract in DESIGN §5. Importing the package never chan
 configuration (enable float64 yourself with ``jax.config.update("jax_enable_x64", True)``).
 """
 
-from . import collision, contact, dynamics, geometry, io, pipeline, scenes, viz, xla_flags
+from . import collision, contact, dynamics, geometry, io, pipeline, scenes, viz
 from . import envs
 from .dynamics import (
     bias_forces,
@@ -47,7 +47,6 @@ __all__ = [
     "pipeline",
     "scenes",
     "viz",
-    "xla_flags",
     "ContactData",
     "ErrorFlag",
     "GeomType",

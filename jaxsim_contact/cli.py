@@ -358,10 +358,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     """Entry point of the ``jaxsim-contact`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
-    # before the first computation: XLA reads its flags once (jaxsim_contact.xla_flags)
-    from jaxsim_contact.xla_flags import enable_fast_cpu_compile
-
-    enable_fast_cpu_compile()
     if args.command == "bench":
         return _bench(args)
 

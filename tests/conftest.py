@@ -20,14 +20,7 @@ if _worker.startswith("gw") and hasattr(os, "sched_setaffinity"):
     _cores = sorted(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {_cores[int(_worker[2:]) % len(_cores)]})
 
-# The suite is compile-bound; the same flag the console script uses (jaxsim_contact.xla_flags:
-# ~40 % less compile time, results equal up to the last bits). Inherited by the CLI and notebook
-# subprocesses. Set XLA_FLAGS=--xla_cpu_use_fusion_emitters=true to run the suite without it.
-from jaxsim_contact.xla_flags import enable_fast_cpu_compile  # noqa: E402
-
-enable_fast_cpu_compile()
-
-import jax  # noqa: E402
+import jax
 
 jax.config.update("jax_enable_x64", True)
 
