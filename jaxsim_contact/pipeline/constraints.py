@@ -158,9 +158,9 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     # ---- contact problem (force units) ----------------------------------------------------------
     J = jac.reshape(3 * nslots, model.nv)
     with jax.named_scope("delassus"):
-        # with W = L⁻¹ Jᵀ (nv, 3n): G = Wᵀ W and M̃⁻¹ Jᵀ = L⁻ᵀ W (one cho_solve, split).
+        # with W = L⁻¹ Jᵀ (nv, 3n): G = Wᵀ W, and M̃⁻¹ Jᵀ λ = L⁻ᵀ (W λ) after the solve — one
+        # vector solve instead of the (nv, 3n) matrix M̃⁻¹ Jᵀ (~half the problem build on the tower)
         W = jsl.solve_triangular(smooth.cholesky, J.T, lower=True)
-        minv_jt = jsl.solve_triangular(smooth.cholesky, W, lower=True, trans="T")  # (nv, 3n)
         G = W.T @ W
         G = 0.5 * (G + G.T)
     # G has rank ≤ nv: when nv < 3n the ADMM (Cholesky) solver factorises an nv × nv matrix
@@ -202,7 +202,9 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     with jax.named_scope("contact_solve"):
         solution = solve(problem, opts.solver, warm_start=warm, gradient=opts.contact_gradient)
     force = solution.force
-    v_next = smooth.free_velocity + dt * (minv_jt @ force.reshape(3 * nslots))
+    impulse_velocity = jsl.solve_triangular(smooth.cholesky, W @ force.reshape(3 * nslots), lower=True,
+                                            trans="T")
+    v_next = smooth.free_velocity + dt * impulse_velocity
 
     any_active = jnp.any(active)
     converged = solution.converged | ~any_active
