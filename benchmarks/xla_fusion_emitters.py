@@ -105,9 +105,9 @@ def render(report: dict) -> str:
         d, f = values("default"), values("fast")
         if not d:
             return
-        med = lambda x: sum(x) / len(x)  # noqa: E731
+        mean = lambda x: sum(x) / len(x)  # noqa: E731
         fmt = lambda xs: ", ".join(f"{x:,.3g}" for x in xs)  # noqa: E731
-        ratio = f"{med(f) / med(d):.2f}" if med(d) else "—"
+        ratio = f"{mean(f) / mean(d):.2f}" if mean(d) else "—"
         lines.append(f"| {kind} {name} | {label} | {fmt(d)} | {fmt(f)} | {ratio} |")
 
     for name in rounds[0]["default"]["distance"]:

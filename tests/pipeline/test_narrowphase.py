@@ -221,10 +221,9 @@ def _hull_points(count: int, radius: float, seed: int) -> str:
 
 def test_mesh_pairs_in_hull_size_buckets_equal_one_padded_batch(tmp_path, monkeypatch):
     # three meshes of 8, 40 and 300 hull vertices sink 1 mm into a floor (contype 2: meshes touch
-    # the floor only): bucketed by hull size
-    # (pipeline.narrowphase.width_buckets) the narrow phase must give the candidates of one vmap
-    # over hulls all padded to 300 vertices (up to rounding: other vector widths), in the same
-    # order (keys, warm starts)
+    # the floor only): bucketed by hull size (pipeline.narrowphase.width_buckets), the narrow
+    # phase must give the candidates of one vmap over hulls all padded to 300 vertices (up to
+    # rounding: other vector widths), in the same order (keys, warm starts)
     from jaxsim_contact.pipeline import narrowphase
 
     cube = " ".join(f"{x} {y} {z}" for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.1, 0.1))
