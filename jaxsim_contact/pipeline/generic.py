@@ -35,7 +35,8 @@ from .geoms import GeomData, bounding_sphere, to_shape
 from .manifold import Manifold, make_manifold, reduce_to_four
 from .primitives import point_tolerance
 
-__all__ = ["make_generic_pair", "PERTURBATION_ANGLE"]
+__all__ = ["make_generic_pair", "PERTURBATION_ANGLE", "is_single_query", "query_poses",
+           "manifold_from_queries", "generic_query"]
 
 #: rotation (rad) of the perturbed queries; a face of size L is sampled at its corners as long as
 #: the contact polygon is wider than about ε·L.
@@ -53,50 +54,76 @@ def _perturbation_quaternions() -> np.ndarray:
 
 
 _MOTIONS = _perturbation_quaternions()
+#: GJK iteration cap and EPA polytope budget of the narrow phase's queries
+GENERIC_MAX_ITERATIONS, GENERIC_EPA_VERTICES = 64, 64
 
 
-def make_generic_pair(type_a: GeomType, type_b: GeomType, max_iterations: int = 64):
+def is_single_query(type_a: GeomType, type_b: GeomType) -> bool:
+    """A strictly convex shape touches any convex shape at one point, and a plane pair is a
+    closed form: one query is the whole manifold. Other pairs use the 5 perturbed queries."""
+    return type_a in _SMOOTH or type_b in _SMOOTH or type_a == GeomType.PLANE
+
+
+def _pivot_and_motions(a: GeomData, b: GeomData, type_a: GeomType, type_b: GeomType):
+    center_a, radius_a = bounding_sphere(a, type_a)
+    center_b, radius_b = bounding_sphere(b, type_b)
+    # rotating about a point of the smaller geom keeps its contact region nearly in place
+    pivot = jnp.where(radius_a <= radius_b, center_a, center_b)
+    return pivot, jnp.asarray(_MOTIONS, a.pos.dtype), jnp.maximum(radius_a, radius_b)
+
+
+def query_poses(a: GeomData, b: GeomData, type_a: GeomType, type_b: GeomType) -> Transform:
+    """Poses of geom b for the pair's queries, ``(Q,)`` with ``Q = 1`` (single query) or 5 (the
+    unperturbed pose, then the 4 tilts about the pivot); geom a stays where it is."""
+    if is_single_query(type_a, type_b):
+        return Transform(b.pos[None], b.quat[None])
+    pivot, rot, _ = _pivot_and_motions(a, b, type_a, type_b)
+    return Transform(pivot + quat_rotate(rot, b.pos - pivot), quat_mul(rot, b.quat))
+
+
+def manifold_from_queries(a: GeomData, b: GeomData, type_a: GeomType, type_b: GeomType, res,
+                          margin) -> Manifold:
+    """The pair's manifold from its ``Q`` query results ``res`` (leading axis ``Q``, in the order
+    of :func:`query_poses`)."""
+    if is_single_query(type_a, type_b):
+        point = 0.5 * (res.point_a[0] + res.point_b[0])
+        return make_manifold(res.signed_distance[:1], point[None], res.normal[0], jnp.ones((1,), bool))
+    dtype = a.pos.dtype
+    pivot, rot, size = _pivot_and_motions(a, b, type_a, type_b)
+    normal = res.normal[0]
+    inverse = rot * jnp.array([1.0, -1.0, -1.0, -1.0], dtype)
+    on_b = pivot + quat_rotate(inverse, res.point_b - pivot)  # back on the unperturbed b
+    depth = (on_b - res.point_a) @ normal
+    # midway along the normal from b's surface: the perturbed witness of a is displaced
+    # sideways by the tilt (ε times the pivot distance), the mapped-back point of b is not
+    cand_points = on_b - 0.5 * depth[:, None] * normal
+    cand_depth = depth.at[0].set(res.signed_distance[0])
+    tol = point_tolerance(size) + 1e-4 * size  # above EPA's noise on the witness points
+    mask = cand_depth <= jnp.maximum(margin, res.signed_distance[0] + tol)
+    # On a resting face the unperturbed point ties with the corners in depth; rank it a
+    # tolerance shallower so the reduction starts from a corner and keeps all four.
+    rank_depth = cand_depth.at[0].add(tol)
+    index, valid = reduce_to_four(cand_points, rank_depth, mask, normal, tol)
+    return make_manifold(cand_depth[index], cand_points[index], normal, valid)
+
+
+def generic_query(shape_a, pose_a: Transform, shape_b, pose_b: Transform):
+    """The narrow phase's GJK/EPA query (tighter iteration and polytope budgets than the
+    public default: contact points need ~1e-6 relative depth, not the last bits)."""
+    return distance(shape_a, pose_a, shape_b, pose_b, max_iterations=GENERIC_MAX_ITERATIONS,
+                    epa_max_vertices=GENERIC_EPA_VERTICES)
+
+
+def make_generic_pair(type_a: GeomType, type_b: GeomType):
     """A pair function ``(a, b, margin) -> Manifold`` for any convex types (GJK/EPA based).
 
     Returns ``(function, points_per_pair)``.
     """
-    # a strictly convex shape touches any convex shape at one point: one query is the manifold
-    single = type_a in _SMOOTH or type_b in _SMOOTH or type_a == GeomType.PLANE
-
-    def query(a: GeomData, b: GeomData, pose_b: Transform):
-        shape_a, shape_b = to_shape(a, type_a), to_shape(b, type_b)
-        return distance(shape_a, Transform(a.pos, a.quat), shape_b, pose_b,
-                        max_iterations=max_iterations, epa_max_vertices=64)
 
     def pair(a: GeomData, b: GeomData, margin) -> Manifold:
-        dtype = a.pos.dtype
-        if single:
-            first = query(a, b, Transform(b.pos, b.quat))
-            point = 0.5 * (first.point_a + first.point_b)
-            return make_manifold(first.signed_distance[None], point[None], first.normal,
-                                 jnp.ones((1,), bool))
-        center_a, radius_a = bounding_sphere(a, type_a)
-        center_b, radius_b = bounding_sphere(b, type_b)
-        # rotating about a point of the smaller geom keeps its contact region nearly in place
-        pivot = jnp.where(radius_a <= radius_b, center_a, center_b)
-        rot = jnp.asarray(_MOTIONS, dtype)  # (5, 4): identity, then the 4 tilts
-        poses = Transform(pivot + quat_rotate(rot, b.pos - pivot), quat_mul(rot, b.quat))
-        res = jax.vmap(lambda pose: query(a, b, pose))(poses)
-        normal = res.normal[0]
-        inverse = rot * jnp.array([1.0, -1.0, -1.0, -1.0], dtype)
-        on_b = pivot + quat_rotate(inverse, res.point_b - pivot)  # back on the unperturbed b
-        depth = (on_b - res.point_a) @ normal
-        # midway along the normal from b's surface: the perturbed witness of a is displaced
-        # sideways by the tilt (ε times the pivot distance), the mapped-back point of b is not
-        cand_points = on_b - 0.5 * depth[:, None] * normal
-        cand_depth = depth.at[0].set(res.signed_distance[0])
-        size = jnp.maximum(radius_a, radius_b)
-        tol = point_tolerance(size) + 1e-4 * size  # above EPA's noise on the witness points
-        mask = cand_depth <= jnp.maximum(margin, res.signed_distance[0] + tol)
-        # On a resting face the unperturbed point ties with the corners in depth; rank it a
-        # tolerance shallower so the reduction starts from a corner and keeps all four.
-        rank_depth = cand_depth.at[0].add(tol)
-        index, valid = reduce_to_four(cand_points, rank_depth, mask, normal, tol)
-        return make_manifold(cand_depth[index], cand_points[index], normal, valid)
+        shape_a, shape_b = to_shape(a, type_a), to_shape(b, type_b)
+        poses = query_poses(a, b, type_a, type_b)
+        res = jax.vmap(lambda pose: generic_query(shape_a, Transform(a.pos, a.quat), shape_b, pose))(poses)
+        return manifold_from_queries(a, b, type_a, type_b, res, margin)
 
-    return pair, (1 if single else 4)
+    return pair, (1 if is_single_query(type_a, type_b) else 4)

@@ -12,8 +12,10 @@ DESIGN §2 stages 2–3. For every static :class:`~.pairs.PairGroup`:
    each returning a manifold of ``K ≤ 4`` points. Mesh hulls are padded to a common vertex count
    inside one vmap; so that a 100-vertex foot is not padded to the 560 vertices of a trunk, the
    pairs of an uncapped closed-form mesh group (plane-mesh) are vmapped in sub-batches of similar
-   hull size (:func:`width_buckets`) and put back in pair order. GJK/EPA groups stay one vmap:
-   each sub-batch would be one more ~6 s GJK + EPA program to compile;
+   hull size (:func:`width_buckets`) and put back in pair order. The general (GJK/EPA) groups of
+   a scene share ONE vmapped ``distance`` call: their pairs' queries are lanes over
+   :class:`~.mixed.MixedShape` (:func:`_merged_generic_manifolds`), since each group would be one
+   more ~6–11 s GJK + EPA program to compile (demo scene: step compile 52 → 28 CPU-s);
 3. candidates of all groups are concatenated with their bodies, friction (MuJoCo's rule: the
    larger of the two geoms' sliding coefficients) and a stable integer key
    ``4·(model-wide pair index) + slot`` used to warm-start the solver across steps.
@@ -34,8 +36,10 @@ from ..model import Model
 from ..types import GeomType
 from . import primitives as prim
 from .box_box import box_box
-from .generic import make_generic_pair
-from .geoms import bounding_sphere, gather_geoms, geom_world_frames
+from ..math import Transform
+from .generic import generic_query, make_generic_pair, manifold_from_queries, query_poses
+from .geoms import GeomData, bounding_sphere, gather_geoms, geom_world_frames
+from .mixed import mergeable, mixed_shapes
 from .pairs import CollisionStructure, PairGroup
 
 __all__ = ["PAIR_FUNCTIONS", "has_closed_form", "pair_function", "Candidates", "narrow_phase",
@@ -136,10 +140,19 @@ def _pair_manifolds(fn, model: Model, structure: CollisionStructure, frames, gro
     return jax.tree_util.tree_map(lambda *leaves: jnp.concatenate(leaves)[order], *parts)
 
 
-def _group_candidates(model: Model, structure: CollisionStructure, frames, group: PairGroup,
-                      margin: jax.Array):
+class _Culled(eqx.Module):
+    """A group's pairs after culling: the ``budget`` (or all) pairs that reach the pair function."""
+
+    geoms_a: GeomData
+    geoms_b: GeomData
+    near: jax.Array
+    pair_margin: jax.Array
+    pair_index: jax.Array
+    overflow: jax.Array
+
+
+def _cull(model: Model, structure: CollisionStructure, frames, group: PairGroup, margin: jax.Array) -> _Culled:
     ta, tb = group.type_a, group.type_b
-    fn, points = pair_function(ta, tb)
     geoms_a = gather_geoms(model, structure, frames, group.geom_a, ta)
     geoms_b = gather_geoms(model, structure, frames, group.geom_b, tb)
     dtype = geoms_a.pos.dtype
@@ -163,9 +176,16 @@ def _group_candidates(model: Model, structure: CollisionStructure, frames, group
         geoms_a = jax.tree_util.tree_map(take, geoms_a)
         geoms_b = jax.tree_util.tree_map(take, geoms_b)
         near, pair_margin = near[pair_index], pair_margin[pair_index]
+    return _Culled(geoms_a, geoms_b, near, pair_margin, pair_index, overflow)
 
-    manifold = _pair_manifolds(fn, model, structure, frames, group, geoms_a, geoms_b, pair_margin)
-    active = manifold.valid & near[:, None] & (manifold.distance <= pair_margin[:, None])
+
+def _candidates(model: Model, group: PairGroup, culled: _Culled, manifold) -> dict:
+    """The group's candidate arrays from its manifolds ``(budget, K)``."""
+    points = pair_function(group.type_a, group.type_b)[1]
+    dtype = culled.geoms_a.pos.dtype
+    ia, ib = np.asarray(group.geom_a), np.asarray(group.geom_b)
+    pair_index = culled.pair_index
+    active = manifold.valid & culled.near[:, None] & (manifold.distance <= culled.pair_margin[:, None])
     friction = jnp.maximum(model.geom_friction.astype(dtype)[ia, 0], model.geom_friction.astype(dtype)[ib, 0])
     body_a = jnp.asarray(np.asarray(model.geom_body, dtype=np.int32)[ia])
     body_b = jnp.asarray(np.asarray(model.geom_body, dtype=np.int32)[ib])
@@ -177,7 +197,41 @@ def _group_candidates(model: Model, structure: CollisionStructure, frames, group
         distance=flat(manifold.distance), point=flat(manifold.point), normal=flat(manifold.normal),
         active=flat(active), friction=flat(expand(friction)), body_a=flat(expand(body_a)),
         body_b=flat(expand(body_b)), key=flat(key).astype(jnp.int32),
-    ), overflow
+    )
+
+
+def _merged_generic_manifolds(groups: list[PairGroup], culled: list[_Culled]) -> list:
+    """Manifolds of several general (GJK/EPA) groups from ONE vmapped ``distance`` call.
+
+    Every pair contributes its 1 or 5 queries (:func:`~.generic.query_poses`) as lanes; geoms
+    become :class:`~.mixed.MixedShape` over the union of the groups' types, hulls padded to the
+    largest. One GJK + EPA program instead of one per group (compile time), at the price of
+    evaluating every member type's support in every lane (cheap next to a hull's).
+    """
+    members = tuple(sorted({t for g in groups for t in (g.type_a, g.type_b)}))
+    width = max(max(c.geoms_a.vertices.shape[-2], c.geoms_b.vertices.shape[-2]) for c in culled)
+    lanes, counts = [], []
+    for group, c in zip(groups, culled):
+        ta, tb = group.type_a, group.type_b
+        poses_b = jax.vmap(lambda a, b: query_poses(a, b, ta, tb))(c.geoms_a, c.geoms_b)  # (P, Q)
+        pairs, queries = poses_b.pos.shape[:2]
+        per_query = lambda x: jnp.repeat(x, queries, axis=0)  # noqa: E731  (P, ...) -> (P Q, ...)
+        shape_a = jax.tree_util.tree_map(per_query, mixed_shapes(c.geoms_a, ta, members, width))
+        shape_b = jax.tree_util.tree_map(per_query, mixed_shapes(c.geoms_b, tb, members, width))
+        pose_a = Transform(per_query(c.geoms_a.pos), per_query(c.geoms_a.quat))
+        pose_b = jax.tree_util.tree_map(lambda x: x.reshape((pairs * queries,) + x.shape[2:]), poses_b)
+        lanes.append((shape_a, pose_a, shape_b, pose_b))
+        counts.append((pairs, queries))
+    stacked = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *lanes)
+    results = jax.vmap(generic_query)(*stacked)
+    manifolds, offset = [], 0
+    for group, c, (pairs, queries) in zip(groups, culled, counts):
+        res = jax.tree_util.tree_map(
+            lambda x: x[offset:offset + pairs * queries].reshape((pairs, queries) + x.shape[1:]), results)
+        offset += pairs * queries
+        finish = lambda a, b, r, m, g=group: manifold_from_queries(a, b, g.type_a, g.type_b, r, m)  # noqa: E731
+        manifolds.append(jax.vmap(finish)(c.geoms_a, c.geoms_b, res, c.pair_margin))
+    return manifolds
 
 
 def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
@@ -190,12 +244,28 @@ def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
     """
     dtype = kin.body_pos.dtype
     frames = geom_world_frames(model, kin)
+    margin = margin.astype(dtype)
+    culled = [_cull(model, structure, frames, g, margin) for g in structure.groups]
+    # general groups share one GJK/EPA program when there are several (compile time)
+    merged = [i for i, g in enumerate(structure.groups)
+              if not has_closed_form(g.type_a, g.type_b) and mergeable(g.type_a, g.type_b)]
+    if len(merged) < 2:
+        merged = []
+    manifolds = {}
+    if merged:
+        with jax.named_scope("narrow_general_merged"):
+            found = _merged_generic_manifolds([structure.groups[i] for i in merged], [culled[i] for i in merged])
+        manifolds = dict(zip(merged, found))
     parts, overflow = [], jnp.zeros((), bool)
-    for group in structure.groups:  # static loop over pair-type groups
+    for i, group in enumerate(structure.groups):  # static loop over pair-type groups
         with jax.named_scope(f"narrow_{group.type_a.name.lower()}_{group.type_b.name.lower()}"):
-            part, over = _group_candidates(model, structure, frames, group, margin.astype(dtype))
-        parts.append(part)
-        overflow = overflow | over
+            if i not in manifolds:
+                fn = pair_function(group.type_a, group.type_b)[0]
+                c = culled[i]
+                manifolds[i] = _pair_manifolds(fn, model, structure, frames, group, c.geoms_a, c.geoms_b,
+                                               c.pair_margin)
+            parts.append(_candidates(model, group, culled[i], manifolds[i]))
+        overflow = overflow | culled[i].overflow
     if not parts:
         z = jnp.zeros((0,), dtype)
         return Candidates(z, jnp.zeros((0, 3), dtype), jnp.zeros((0, 3), dtype), jnp.zeros((0,), bool),

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import jaxsim_contact as jc
-from jaxsim_contact.geometry import Box, Capsule, Plane, Sphere
+from jaxsim_contact.geometry import Box, Capsule, Cone, Plane, Sphere
 from jaxsim_contact.math import Transform, quat_from_axis_angle, quat_to_matrix
 from jaxsim_contact.pipeline import GeomData, pair_function
 from jaxsim_contact.types import GeomType as T
@@ -263,4 +263,86 @@ def test_mesh_pairs_in_hull_size_buckets_equal_one_padded_batch(tmp_path, monkey
         np.testing.assert_array_equal(getattr(bucketed, name), getattr(padded, name), err_msg=name)
     for name in ("distance", "point", "normal"):
         np.testing.assert_allclose(getattr(bucketed, name), getattr(padded, name), rtol=0, atol=1e-12,
+                                   err_msg=name)
+
+
+MIXED_SIZES = {T.SPHERE: [0.3, 0, 0], T.CAPSULE: [0.15, 0.25, 0], T.ELLIPSOID: [0.3, 0.2, 0.1],
+               T.CYLINDER: [0.2, 0.3, 0], T.BOX: [0.3, 0.2, 0.25], T.CONE: [0.2, 0.3, 0], T.MESH: [0, 0, 0]}
+
+
+@pytest.mark.parametrize("kind", list(MIXED_SIZES), ids=lambda t: t.name.lower())
+def test_mixed_shape_lane_equals_its_own_geometry_class(kind):
+    # one lane of the narrow phase's MixedShape (all non-plane kinds as members, hulls padded)
+    # gives its own class's support, Hessian, inflation, bounding radius and centre; derivatives
+    # w.r.t. the direction and the size stay finite although every other member's branch is also
+    # evaluated on this lane's parameters
+    from jaxsim_contact.pipeline.geoms import to_shape
+    from jaxsim_contact.pipeline.mixed import mixed_shapes
+
+    verts = np.asarray(RNG.normal(size=(12, 3)) * 0.2) if kind == T.MESH else None
+    g = geom([0.1, -0.2, 0.3], random_quat(), MIXED_SIZES[kind], vertices=verts)
+    members = tuple(MIXED_SIZES)
+    batched = jax.tree_util.tree_map(lambda x: x[None], g)
+    mixed = jax.tree_util.tree_map(lambda x: x[0], mixed_shapes(batched, kind, members, 20))
+    # MJCF has no cone geom (to_shape has none); the member still follows jc.geometry.Cone
+    own = Cone(g.size[0], g.size[1]) if kind == T.CONE else to_shape(g, kind)
+    assert float(mixed.inflation) == float(own.inflation)
+    np.testing.assert_allclose(mixed.bounding_radius(), own.bounding_radius(), rtol=1e-15)
+    np.testing.assert_allclose(mixed.center, own.center, atol=1e-15)
+    for _ in range(8):
+        d = jnp.asarray(RNG.normal(size=3))
+        np.testing.assert_allclose(mixed.support(d), own.support(d), atol=1e-15)
+        np.testing.assert_allclose(mixed.support_hessian(d), own.support_hessian(d), atol=1e-12)
+
+    def support_of(size, d):
+        one = GeomData(g.pos, g.quat, g.rot, size, g.vertices, g.vertex_mask)
+        lanes = mixed_shapes(jax.tree_util.tree_map(lambda x: x[None], one), kind, members, 20)
+        return jax.tree_util.tree_map(lambda x: x[0], lanes).support(d)
+
+    d = jnp.asarray(RNG.normal(size=3))
+    for jac in (jax.jacfwd, jax.jacrev):
+        derivatives = jac(support_of, argnums=(0, 1))(g.size, d)
+        assert all(bool(jnp.all(jnp.isfinite(x))) for x in derivatives)
+
+
+def test_general_pair_groups_share_one_query_program_with_equal_results(tmp_path, monkeypatch):
+    # capsule-box (5 perturbed queries per pair) and box-ellipsoid (one query) have no closed form:
+    # the narrow phase runs them as lanes of one GJK/EPA program (pipeline/mixed.py). At random
+    # overlapping poses its candidates equal those of one program per group (the old path)
+    from jaxsim_contact.pipeline import narrowphase
+
+    xml = """
+    <mujoco>
+      <worldbody>
+        <body><freejoint/><geom type="box" size="0.2 0.15 0.1" contype="1" conaffinity="6"/></body>
+        <body><freejoint/><geom type="capsule" size="0.08 0.15" contype="2" conaffinity="1"/></body>
+        <body><freejoint/><geom type="ellipsoid" size="0.15 0.1 0.08" contype="4" conaffinity="1"/></body>
+      </worldbody>
+    </mujoco>"""
+    path = tmp_path / "general.xml"
+    path.write_text(xml)
+    model = jc.load(path)
+    groups = {(g.type_a, g.type_b) for g in model.collision.groups}
+    assert groups == {(T.CAPSULE, T.BOX), (T.ELLIPSOID, T.BOX)}, groups
+    batch = 24
+    qs = np.tile(np.asarray(model.qpos0), (batch, 1))
+    for body in range(3):
+        qs[:, 7 * body:7 * body + 3] = RNG.uniform(-0.15, 0.15, (batch, 3))
+        quat = RNG.normal(size=(batch, 4))
+        qs[:, 7 * body + 3:7 * body + 7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+
+    def narrow():
+        def one(q):
+            kin = jc.dynamics.forward_kinematics(model, q)
+            return jc.pipeline.narrow_phase(model, model.collision, kin, jnp.asarray(0.01))
+        return jax.jit(jax.vmap(one))(jnp.asarray(qs))
+
+    merged = narrow()
+    monkeypatch.setattr(narrowphase, "mergeable", lambda type_a, type_b: False)
+    separate = narrow()
+    assert int(jnp.sum(merged.active)) >= batch  # most poses overlap
+    for name in ("active", "key", "body_a", "body_b"):
+        np.testing.assert_array_equal(getattr(merged, name), getattr(separate, name), err_msg=name)
+    for name in ("distance", "point", "normal"):
+        np.testing.assert_allclose(getattr(merged, name), getattr(separate, name), rtol=0, atol=1e-12,
                                    err_msg=name)
