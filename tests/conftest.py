@@ -11,6 +11,19 @@ import os
 # op; JAX still runs independent ops concurrently). Must be set before the CPU backend starts.
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
+# One persistent compilation cache for the whole run, shared by the xdist workers and the
+# subprocesses tests start (notebook kernels, the sharding child): each module ends with
+# jax.clear_caches() (below), and many modules compile the same programs (a pair's distance query,
+# a scene's step). The controller (no PYTEST_XDIST_WORKER) creates a fresh directory, so a run never
+# reads entries from an earlier one; JAX reads the variable when it is imported.
+_SUITE_CACHE = "JC_SUITE_COMPILATION_CACHE"
+_CREATED_CACHE = not os.environ.get("PYTEST_XDIST_WORKER") and _SUITE_CACHE not in os.environ
+if _CREATED_CACHE:
+    import tempfile
+
+    os.environ[_SUITE_CACHE] = tempfile.mkdtemp(prefix="jc-suite-xla-cache-")
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = os.environ[_SUITE_CACHE]
+
 # The suite runs in pytest-xdist workers (pyproject addopts: -n 2 --dist loadfile). Each worker is
 # pinned to its own core: XLA:CPU hands work between pool threads inside loops, and with two JAX
 # processes sharing two cores each handoff can wait a scheduler quantum (one contact stage was
@@ -33,7 +46,7 @@ def _no_persistent_compilation_cache():
     ``cli.main`` in-process must not leave it on for the rest of the session (the suite would then
     write into the user's home directory, and XLA was seen to crash while writing entries)."""
     yield
-    jax.config.update("jax_compilation_cache_dir", None)
+    jax.config.update("jax_compilation_cache_dir", os.environ.get(_SUITE_CACHE))
     jax.config.update("jax_enable_x64", True)
 
 
@@ -71,3 +84,12 @@ def run_notebook(monkeypatch):
         return outputs
 
     return run
+
+
+
+def pytest_unconfigure(config):
+    """The process that created the run's compilation cache removes it (the workers are done)."""
+    if _CREATED_CACHE:
+        import shutil
+
+        shutil.rmtree(os.environ[_SUITE_CACHE], ignore_errors=True)
