@@ -2,9 +2,10 @@
 parallel environments, minibatch 3840, γ = 0.99, λ = 0.95, learning rate 3e-4, 10 epochs per
 batch). Zeroth-order: only rewards, no simulator gradients.
 
-A compact PPO (optax) rather than Brax's: ``brax.training.agents.ppo.train`` of brax 0.14.2 calls
-``jax.device_put_replicated``, which jax 0.10.2 removed (AttributeError at start-up), although
-our Brax adapter itself runs under Brax's training wrappers (tests/envs/test_interop.py).
+A compact PPO (optax), written when ``brax.training.agents.ppo.train`` (brax 0.14.2) could not
+start on jax 0.10 (it calls the removed ``jax.device_put_replicated``). Brax's own PPO now runs
+through ``jaxsim_contact.envs.brax.brax_trainer_compat`` (``examples/brax_ppo_cartpole.py``); this
+script stays as the second PPO baseline of ``benchmarks/results/shac_vs_ppo_cartpole.md``.
 
 Every ``--eval-every`` updates the deterministic policy (mean action) runs 16 fresh 240-step
 episodes (as examples/shac_cartpole.py does); the mean episode return is logged against training

@@ -18,11 +18,21 @@ reset (same initial state every episode of that environment), unlike our own
 :meth:`Env.step`, which draws a fresh one.
 
 Requires ``brax`` (tested with brax 0.14.2 on jax 0.10.2; not a dependency of jaxsim_contact).
+
+Brax 0.14.2's trainers (``ppo``, ``sac``, ``apg``) call ``jax.device_put_replicated``, which
+jax 0.10 removed; run them inside :func:`brax_trainer_compat` (``examples/brax_ppo_cartpole.py``)::
+
+    with brax_trainer_compat():
+        make_policy, params, metrics = ppo.train(environment=to_brax(env), ...)
 """
 
 from __future__ import annotations
 
+import contextlib
+
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .base import Env
 
@@ -32,7 +42,7 @@ try:
 except ImportError as err:  # pragma: no cover - exercised only without brax
     raise ImportError("jaxsim_contact.envs.brax needs brax (pip install brax)") from err
 
-__all__ = ["BraxAdapter", "to_brax"]
+__all__ = ["BraxAdapter", "to_brax", "brax_trainer_compat"]
 
 
 class BraxAdapter(_BraxEnv):
@@ -78,3 +88,29 @@ class BraxAdapter(_BraxEnv):
 def to_brax(env: Env) -> BraxAdapter:
     """Wrap ``env`` for Brax (``brax.envs.base.Env``); see the module docstring."""
     return BraxAdapter(env)
+
+
+def _device_put_replicated(x, devices):
+    """jax < 0.10's ``device_put_replicated``: every leaf stacked on a new leading axis, one slice
+    per device, laid out over ``devices`` (what ``jax.pmap`` consumes)."""
+    devices = list(devices)
+    mesh = jax.sharding.Mesh(np.array(devices), ("replica",))
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("replica"))
+    return jax.tree_util.tree_map(
+        lambda leaf: jax.device_put(jnp.stack([jnp.asarray(leaf)] * len(devices)), sharding), x)
+
+
+@contextlib.contextmanager
+def brax_trainer_compat():
+    """Context in which ``jax.device_put_replicated`` exists, so that ``brax.training`` trainers of
+    brax <= 0.14.2 run on jax >= 0.10 (which removed that function; brax calls it once to place its
+    training state). Does nothing when jax still has it; the attribute is removed again on exit, so
+    nothing outside the context sees a patched ``jax``."""
+    if hasattr(jax, "device_put_replicated"):
+        yield
+        return
+    jax.device_put_replicated = _device_put_replicated
+    try:
+        yield
+    finally:
+        del jax.device_put_replicated
