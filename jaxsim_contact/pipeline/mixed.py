@@ -5,8 +5,9 @@ The narrow phase compiles one GJK + EPA program per pair group that has no close
 The loop is the same for every group; only the support functions differ. :class:`MixedShape`
 holds the parameters of any non-plane geom (MuJoCo ``size``, padded hull vertices) plus a per-lane
 index ``kind`` into a static tuple of member types, and evaluates every member's support,
-selecting the lane's own: under ``vmap`` the pairs of all general groups become the lanes of a
-single ``distance`` call (:func:`jaxsim_contact.pipeline.narrowphase.narrow_phase`).
+selecting the lane's own: under ``vmap`` the pairs of several general groups become the lanes
+of a single ``distance`` call (which groups:
+:func:`jaxsim_contact.pipeline.narrowphase.merged_general_groups`).
 
 The member formulas are the geometry classes' own (:mod:`jaxsim_contact.geometry`), called on a
 plain parameter record (``SimpleNamespace``): the shape constructors validate concrete sizes, and a

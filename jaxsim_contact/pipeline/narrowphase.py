@@ -12,10 +12,11 @@ DESIGN §2 stages 2–3. For every static :class:`~.pairs.PairGroup`:
    each returning a manifold of ``K ≤ 4`` points. Mesh hulls are padded to a common vertex count
    inside one vmap; so that a 100-vertex foot is not padded to the 560 vertices of a trunk, the
    pairs of an uncapped closed-form mesh group (plane-mesh) are vmapped in sub-batches of similar
-   hull size (:func:`width_buckets`) and put back in pair order. The general (GJK/EPA) groups of
-   a scene share ONE vmapped ``distance`` call: their pairs' queries are lanes over
+   hull size (:func:`width_buckets`) and put back in pair order. The general (GJK/EPA) groups
+   with a mesh side share one vmapped ``distance`` call, and so do those of analytic shapes
+   (:func:`merged_general_groups`): their pairs' queries are lanes over
    :class:`~.mixed.MixedShape` (:func:`_merged_generic_manifolds`), since each group would be one
-   more ~6–11 s GJK + EPA program to compile (demo scene: step compile 52 → 28 CPU-s);
+   more ~6–11 s GJK + EPA program to compile;
 3. candidates of all groups are concatenated with their bodies, friction (MuJoCo's rule: the
    larger of the two geoms' sliding coefficients) and a stable integer key
    ``4·(model-wide pair index) + slot`` used to warm-start the solver across steps.
@@ -200,6 +201,25 @@ def _candidates(model: Model, group: PairGroup, culled: _Culled, manifold) -> di
     )
 
 
+def merged_general_groups(structure: CollisionStructure) -> list[list[int]]:
+    """Sets of general (GJK/EPA) groups that share one query program: the groups with a mesh side,
+    and the groups of analytic shapes, each merged when it has at least 2 members.
+
+    A merged lane evaluates the support of every member kind (a select under ``vmap``) and its loop
+    runs to the slowest lane, so merging trades run time for compile time; keeping the expensive
+    mesh supports (a max over the hull's vertices) out of the analytic lanes keeps most of the
+    run time. Demo scene (sphere-, capsule-, box-mesh and capsule-box), one core, batch 32
+    (``benchmarks/narrow_merge.py``, ``results/narrow_merge_demo.md``): XLA compile of a 50-step
+    rollout 90.5 CPU-s per group, 65.4 with this split, 45.7 with everything in one program;
+    env-steps/s 232, 216 and 188.
+    """
+    classes: dict[bool, list[int]] = {}
+    for i, g in enumerate(structure.groups):
+        if not has_closed_form(g.type_a, g.type_b) and mergeable(g.type_a, g.type_b):
+            classes.setdefault(GeomType.MESH in (g.type_a, g.type_b), []).append(i)
+    return [members for members in classes.values() if len(members) >= 2]
+
+
 def _merged_generic_manifolds(groups: list[PairGroup], culled: list[_Culled]) -> list:
     """Manifolds of several general (GJK/EPA) groups from ONE vmapped ``distance`` call.
 
@@ -246,16 +266,11 @@ def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
     frames = geom_world_frames(model, kin)
     margin = margin.astype(dtype)
     culled = [_cull(model, structure, frames, g, margin) for g in structure.groups]
-    # general groups share one GJK/EPA program when there are several (compile time)
-    merged = [i for i, g in enumerate(structure.groups)
-              if not has_closed_form(g.type_a, g.type_b) and mergeable(g.type_a, g.type_b)]
-    if len(merged) < 2:
-        merged = []
     manifolds = {}
-    if merged:
+    for merged in merged_general_groups(structure):
         with jax.named_scope("narrow_general_merged"):
             found = _merged_generic_manifolds([structure.groups[i] for i in merged], [culled[i] for i in merged])
-        manifolds = dict(zip(merged, found))
+        manifolds.update(zip(merged, found))
     parts, overflow = [], jnp.zeros((), bool)
     for i, group in enumerate(structure.groups):  # static loop over pair-type groups
         with jax.named_scope(f"narrow_{group.type_a.name.lower()}_{group.type_b.name.lower()}"):
