@@ -183,6 +183,7 @@ def plot(threshold: float):
     # the exact-derivative control runs (benchmarks/results/shac_vs_ppo_cartpole.md), dotted
     runs += [(path, "SHAC") for path in sorted(RESULTS.glob("shac_cartpole_ablation/implicit*.json"))]
     runs += [(path, "PPO") for path in sorted(RESULTS.glob("ppo_cartpole*.json"))]
+    runs += [(path, "PPO") for path in sorted(RESULTS.glob("brax_ppo_cartpole*.json"))]
     for path, label in runs:
         if not path.is_file():
             continue
@@ -200,8 +201,11 @@ def plot(threshold: float):
             else:
                 style = {"linestyle": ":", "alpha": 0.7}
             label = f"SHAC {rule}, seed {a['seed']}"
+        elif data["algorithm"].startswith("PPO (brax"):
+            label = f"PPO brax.training {a['envs']}x{a['unroll']}, seed {a['seed']}"
+            style = {"linestyle": "--", "color": str(0.15 + 0.25 * a["seed"]), "linewidth": 2}
         else:
-            label = f"PPO {a['envs']}x{a['unroll']}, seed {a['seed']}"
+            label = f"PPO compact {a['envs']}x{a['unroll']}, seed {a['seed']}"
             style = {"linestyle": "-", "color": str(0.15 + 0.25 * a["seed"]), "linewidth": 2}
         ax.plot(xs, ys, marker=".", markersize=3, **{"linewidth": 1, **style}, label=label)
     ax.axhline(threshold, color="gray", linestyle="--", label=f"threshold {threshold:g}")
