@@ -128,7 +128,7 @@ def profile_scene(name, mj, q0, batches, settle: int, repeats: int, k1: int, k2:
     margin = model.options.contact_margin
 
     def narrow_all(s):
-        kin = smooth_dynamics(model, s, None).kinematics
+        kin = smooth_dynamics(model, s, ctrl).kinematics
         return narrow_module.narrow_phase(model, structure, kin, margin)
 
     def kinematics_only(s):
@@ -136,11 +136,16 @@ def profile_scene(name, mj, q0, batches, settle: int, repeats: int, k1: int, k2:
 
     def narrow_group(group):
         def fn(s):
-            return narrow_module._group_candidates(model, structure, kinematics_only(s), group, margin)
+            frames = kinematics_only(s)
+            culled = narrow_module._cull(model, structure, frames, group, margin)
+            pair_fn = narrow_module.pair_function(group.type_a, group.type_b)[0]
+            manifold = narrow_module._pair_manifolds(pair_fn, model, structure, frames, group, culled.geoms_a,
+                                                     culled.geoms_b, culled.pair_margin)
+            return narrow_module._candidates(model, group, culled, manifold)
         return fn
 
     def contact_stage(s):
-        smooth = smooth_dynamics(model, s, None)
+        smooth = smooth_dynamics(model, s, ctrl)
         return constraints_module.contact_stage(model, s, smooth, model.options.dt)
 
     def contact_stage_without_solve(s):
@@ -159,7 +164,7 @@ def profile_scene(name, mj, q0, batches, settle: int, repeats: int, k1: int, k2:
         v = lambda f: jax.jit(jax.vmap(f))  # noqa: E731
         t["dispatch (jit identity)"] = _cpu_time(v(lambda s: s.q), (states,), repeats)
         t["step"] = _cpu_time(v(lambda s: jc.step(model, s, ctrl)), (states,), repeats)
-        t["smooth dynamics"] = _cpu_time(v(lambda s: smooth_dynamics(model, s, None).free_velocity),
+        t["smooth dynamics"] = _cpu_time(v(lambda s: smooth_dynamics(model, s, ctrl).free_velocity),
                                          (states,), repeats)
         t["kinematics + geom frames"] = _cpu_time(v(kinematics_only), (states,), repeats)
         t["narrow (all groups, incl. kinematics)"] = _cpu_time(v(narrow_all), (states,), repeats)

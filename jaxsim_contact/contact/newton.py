@@ -5,8 +5,11 @@ Seed 001 writes the primal over joint velocities ``v`` with ``M``, ``J`` and ``v
 ``G = A Aᵀ`` with ``A = Q diag(√e)`` from the eigendecomposition of ``G``: this is the primal of a
 system with ``M = I``, ``J = A``, ``v_f = 0`` and the whole of ``g`` as the reference offset
 ``c = A v + g``. Its dual is exactly ``min_{λ ∈ K} ½ λᵀ (G + R) λ + gᵀ λ`` (eq. 20 with
-compliance), so the forces match the CCP of the contact problem (deviation: the Newton system is
-``3n × 3n`` instead of ``n_v × n_v``).
+compliance), so the forces match the CCP of the contact problem. When the problem carries a
+factor ``G = B Bᵀ`` (``delassus_factor``, ``B`` ``(3n, k)``: a multibody step passes
+``B = J L⁻ᵀ`` with ``k = n_v``), ``A = B`` and ``v`` has ``k`` entries: this is then exactly the
+seed's primal over joint velocities after the change of variables ``v ← Lᵀ v``, a ``k × k``
+Newton system and no eigendecomposition; otherwise the system is ``3n × 3n``.
 
 With ``y(v) = −R⁻¹ (A v + g)`` and ``D = R^{1/2}``::
 
@@ -43,8 +46,9 @@ __all__ = ["PrimalNewton", "NewtonState"]
 
 
 class NewtonState(eqx.Module):
-    """Iterate: ``v`` ``(3n,)`` primal variable; ``force`` ``(n, 3)`` = ``λ(v)``; ``sqrt_delassus``
-    ``A`` ``(3n, 3n)``; ``compliance`` ``R̂`` ``(3n,)`` (floored, tangents merged)."""
+    """Iterate: ``v`` ``(k,)`` primal variable; ``force`` ``(n, 3)`` = ``λ(v)``; ``sqrt_delassus``
+    ``A`` ``(3n, k)`` with ``G = A Aᵀ`` (``k = 3n`` without a Delassus factor); ``compliance``
+    ``R̂`` ``(3n,)`` (floored, tangents merged)."""
 
     v: jax.Array
     force: jax.Array
@@ -117,8 +121,13 @@ class PrimalNewton(ContactSolver):
         G = problem.delassus
         m = G.shape[0]
         dtype = G.dtype
-        evals, Q = jnp.linalg.eigh(G)
-        A = Q * jnp.sqrt(jnp.maximum(evals, 0.0))[None, :]
+        if problem.delassus_factor is not None:
+            # inactive rows of the sanitised factor vanish (their identity blocks of G are not in
+            # B Bᵀ); y = −R⁻¹ (A v + g) is then 0 there, so their force is 0 as with the full G
+            A = problem.delassus_factor
+        else:
+            evals, Q = jnp.linalg.eigh(G)
+            A = Q * jnp.sqrt(jnp.maximum(evals, 0.0))[None, :]
         floor = jnp.asarray(self.min_compliance, dtype) * jnp.maximum(jnp.trace(G) / m,
                                                                        jnp.finfo(dtype).tiny)
         R = jnp.maximum(problem.compliance, floor).reshape(-1, 3)
@@ -130,7 +139,7 @@ class PrimalNewton(ContactSolver):
 
     def step(self, problem, state):
         A = state.sqrt_delassus
-        m = A.shape[0]
+        m, k = A.shape
         v = state.v
         x, d, mu_s = self._scaled(problem, state, v)
         lam = project_cone(x, mu_s) / d
@@ -138,8 +147,8 @@ class PrimalNewton(ContactSolver):
         jac = jax.vmap(jax.jacfwd(project_cone))(x, mu_s)  # (n, 3, 3)
         w = jac / d[:, :, None] / d[:, None, :]
         # Aᵀ blockdiag(w) A without forming the block-diagonal matrix
-        AW = jnp.einsum("ikm,ikl->mil", A.reshape(-1, 3, m), w).reshape(m, m)
-        H = jnp.eye(m, dtype=A.dtype) + AW @ A
+        AW = jnp.einsum("irc,irs->cis", A.reshape(-1, 3, k), w).reshape(k, m)
+        H = jnp.eye(k, dtype=A.dtype) + AW @ A
         L = jnp.linalg.cholesky(H)
         dv = -jax.scipy.linalg.cho_solve((L, True), grad)
         dv = jnp.where(jnp.all(jnp.isfinite(dv)), dv, -grad)
