@@ -32,6 +32,9 @@ if "--all-cores" not in sys.argv and hasattr(os, "sched_setaffinity"):
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ppo_cartpole import add_table_iv_arguments  # noqa: E402  (the same Table IV settings)
+
 
 def train(args) -> list[dict]:
     """Run Brax PPO; returns the evaluation curve (also written to ``args.out`` after each eval)."""
@@ -80,13 +83,7 @@ def _write(args, curve, env):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--timesteps", type=int, default=3_000_000)
-    p.add_argument("--envs", type=int, default=128)
-    p.add_argument("--unroll", type=int, default=240)
-    p.add_argument("--batch-size", type=int, default=16, help="trajectories per minibatch (16 × 240 = 3840)")
-    p.add_argument("--minibatches", type=int, default=8)
-    p.add_argument("--epochs", type=int, default=10)
-    p.add_argument("--lr", type=float, default=3e-4)
+    add_table_iv_arguments(p)
     p.add_argument("--entropy-cost", type=float, default=1e-4)
     p.add_argument("--reward-scale", type=float, default=0.01)
     p.add_argument("--evals", type=int, default=50, help="evaluations over the run (Brax's num_evals)")

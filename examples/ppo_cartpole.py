@@ -221,8 +221,8 @@ def plot(threshold: float):
     print("wrote", out)
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_table_iv_arguments(p: argparse.ArgumentParser) -> None:
+    """The PPO settings of seed 004 Table IV, shared with ``brax_ppo_cartpole.py``."""
     p.add_argument("--timesteps", type=int, default=3_000_000)
     p.add_argument("--envs", type=int, default=128)
     p.add_argument("--unroll", type=int, default=240)
@@ -230,6 +230,11 @@ def main(argv=None):
     p.add_argument("--minibatches", type=int, default=8)
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--lr", type=float, default=3e-4)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_table_iv_arguments(p)
     p.add_argument("--eval-every", type=int, default=2, help="updates between evaluations")
     p.add_argument("--reward-scale", type=float, default=0.01)
     p.add_argument("--max-minutes", type=float, default=None)
