@@ -31,7 +31,9 @@ exact rule stall near -1000 with the cart on the rail 60-90 % of the time). By d
 is therefore differentiated with the relaxed-complementarity rule (``--gradient smoothed
 --relaxation 1``; the simulation itself is unchanged, only its derivative), and the actor's output
 layer starts scaled by 0.01 (``--actor-output-scale``) so the first policies do not drive the
-cart onto the rail before anything is learned.
+cart onto the rail before anything is learned. ``--relaxation 10 --relaxation-end 1`` decays ρ
+geometrically over the first half of the run (``--relaxation-decay``), towards the seed's
+"adaptive scheduling of a compliance term".
 
 Every ``--eval-every`` iterations the deterministic policy (``tanh μ``) runs full 240-step
 episodes on 16 fresh environments; the mean episode return is logged against the number of
@@ -124,16 +126,34 @@ def normalize(norm, obs):
 
 # ---- SHAC --------------------------------------------------------------------------------------
 
+def relaxation_at(args, iteration):
+    """ρ of the smoothed rail derivative at ``iteration``: ``--relaxation`` throughout, or with
+    ``--relaxation-end`` a geometric decay from ``--relaxation`` to it over the first
+    ``--relaxation-decay`` fraction of the run (then constant)."""
+    if args.relaxation_end is None:
+        return jnp.asarray(args.relaxation)
+    progress = jnp.minimum(iteration / max(1.0, args.relaxation_decay * args.iterations), 1.0)
+    return args.relaxation * (args.relaxation_end / args.relaxation) ** progress
+
+
 def make_trainer(env, args):
     gamma, lam, horizon = args.gamma, args.lam, args.horizon
-    vstep = jax.vmap(env.step)
 
-    def rollout(actor, target_critic, norm, states, key):
+    def env_at(iteration):
+        """The environment whose rail derivative uses this iteration's ρ (a dynamic field:
+        the schedule never recompiles)."""
+        if args.gradient != "smoothed" or args.relaxation_end is None:
+            return env
+        return eqx.tree_at(lambda e: e.model.options.gradient_smoothing.relaxation, env,
+                           relaxation_at(args, iteration).astype(env.model.dtype))
+
+    def rollout(actor, target_critic, norm, states, key, iteration):
         """Differentiable short-horizon rollout; returns (actor loss, (next states, data)).
 
         ``norm`` is the observation normaliser frozen for this iteration; ``data`` holds the
         normalised observations, scaled rewards, done / truncated flags and the normalised
         observations each step reached (before any auto-reset), all without gradient."""
+        vstep = jax.vmap(env_at(iteration).step)
 
         def body(carry, key_t):
             states, acc, discount, loss = carry
@@ -185,11 +205,12 @@ def make_trainer(env, args):
     actor_opt = adam(args.actor_lr, 1)
     critic_opt = adam(args.critic_lr, args.critic_iterations * args.minibatches)
 
-    def iteration(carry, key):
+    def iteration(carry, key_and_index):
+        key, index = key_and_index
         actor, critic, target, actor_os, critic_os, norm, states = carry
         k_roll, k_critic = jax.random.split(key)
         (loss, (states, data)), grads = jax.value_and_grad(rollout, has_aux=True)(
-            actor, target, norm, states, k_roll)
+            actor, target, norm, states, k_roll, index)
         grads = jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(g), g, 0.0), grads)
         updates, actor_os = actor_opt.update(grads, actor_os, actor)
         actor = optax.apply_updates(actor, updates)
@@ -225,6 +246,7 @@ def make_trainer(env, args):
         """Mean return of the deterministic policy ``tanh μ`` over 16 fresh full episodes, and
         the fraction of those steps that end with the cart on a rail end (|x| > 1.99 m)."""
         states = jax.vmap(env.reset)(jax.random.split(key, 16))
+        vstep = jax.vmap(env.step)
 
         def body(s, _):
             nxt = vstep(s, jnp.tanh(actor_mu(actor, normalize(norm, s.obs))))
@@ -258,6 +280,10 @@ def main(argv=None):
                    help="derivative rule of the rail limit: the exact implicit one, or that of the "
                         "relaxed complementarity problem (non-zero through a cart pushed onto the rail)")
     p.add_argument("--relaxation", type=float, default=1.0, help="ρ of --gradient smoothed")
+    p.add_argument("--relaxation-end", type=float, default=None,
+                   help="decay ρ geometrically from --relaxation to this value (default: constant ρ)")
+    p.add_argument("--relaxation-decay", type=float, default=0.5,
+                   help="fraction of --iterations over which ρ decays to --relaxation-end")
     p.add_argument("--actor-output-scale", type=float, default=0.01,
                    help="scale of the actor's initial output layer (1: PyTorch's default init as SHAC; "
                         "0.01: the first policy barely pushes, so the cart does not start on the rail)")
@@ -266,6 +292,9 @@ def main(argv=None):
     p.add_argument("--out", type=Path, default=RESULTS / "shac_cartpole.json")
     p.add_argument("--all-cores", action="store_true")
     args = p.parse_args(argv)
+    if args.relaxation_end is not None and (args.gradient != "smoothed" or args.relaxation_end <= 0
+                                            or not 0 < args.relaxation_decay <= 1):
+        p.error("--relaxation-end needs --gradient smoothed, a value > 0 and 0 < --relaxation-decay <= 1")
     train(args)
 
 
@@ -320,7 +349,7 @@ def train(args):
             break
         chunk = min(args.eval_every, args.iterations - done_iterations)
         keys = jax.vmap(lambda i: jax.random.fold_in(k_train, i))(jnp.arange(done_iterations, done_iterations + chunk))
-        carry, stats = train_chunk(carry, keys)
+        carry, stats = train_chunk(carry, (keys, jnp.arange(done_iterations, done_iterations + chunk)))
         done_iterations += chunk
     return env, carry, curve
 
