@@ -138,9 +138,7 @@ def profile_scene(name, mj, q0, batches, settle: int, repeats: int, k1: int, k2:
         def fn(s):
             frames = kinematics_only(s)
             culled = narrow_module._cull(model, structure, frames, group, margin)
-            pair_fn = narrow_module.pair_function(group.type_a, group.type_b)[0]
-            manifold = narrow_module._pair_manifolds(pair_fn, model, structure, frames, group, culled.geoms_a,
-                                                     culled.geoms_b, culled.pair_margin)
+            manifold = narrow_module._group_manifolds(model, structure, frames, group, culled)
             return narrow_module._candidates(model, group, culled, manifold)
         return fn
 

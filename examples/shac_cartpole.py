@@ -127,11 +127,9 @@ def normalize(norm, obs):
 # ---- SHAC --------------------------------------------------------------------------------------
 
 def relaxation_at(args, iteration):
-    """ρ of the smoothed rail derivative at ``iteration``: ``--relaxation`` throughout, or with
-    ``--relaxation-end`` a geometric decay from ``--relaxation`` to it over the first
-    ``--relaxation-decay`` fraction of the run (then constant)."""
-    if args.relaxation_end is None:
-        return jnp.asarray(args.relaxation)
+    """ρ of the smoothed rail derivative at ``iteration`` under ``--relaxation-end``: a geometric
+    decay from ``--relaxation`` to it over the first ``--relaxation-decay`` fraction of the run
+    (then constant)."""
     progress = jnp.minimum(iteration / max(1.0, args.relaxation_decay * args.iterations), 1.0)
     return args.relaxation * (args.relaxation_end / args.relaxation) ** progress
 
@@ -348,8 +346,9 @@ def train(args):
         if args.max_cpu_minutes is not None and time.process_time() - c0 > 60 * args.max_cpu_minutes:
             break
         chunk = min(args.eval_every, args.iterations - done_iterations)
-        keys = jax.vmap(lambda i: jax.random.fold_in(k_train, i))(jnp.arange(done_iterations, done_iterations + chunk))
-        carry, stats = train_chunk(carry, (keys, jnp.arange(done_iterations, done_iterations + chunk)))
+        indices = jnp.arange(done_iterations, done_iterations + chunk)
+        keys = jax.vmap(lambda i: jax.random.fold_in(k_train, i))(indices)
+        carry, stats = train_chunk(carry, (keys, indices))
         done_iterations += chunk
     return env, carry, curve
 

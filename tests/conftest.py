@@ -86,7 +86,6 @@ def run_notebook(monkeypatch):
     return run
 
 
-
 def pytest_unconfigure(config):
     """The process that created the run's compilation cache removes it (the workers are done)."""
     if _CREATED_CACHE:

@@ -33,11 +33,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..dynamics.kinematics import Kinematics
+from ..math import Transform
 from ..model import Model
 from ..types import GeomType
 from . import primitives as prim
 from .box_box import box_box
-from ..math import Transform
 from .generic import generic_query, make_generic_pair, manifold_from_queries, query_poses
 from .geoms import GeomData, bounding_sphere, gather_geoms, geom_world_frames
 from .mixed import mergeable, mixed_shapes
@@ -180,6 +180,14 @@ def _cull(model: Model, structure: CollisionStructure, frames, group: PairGroup,
     return _Culled(geoms_a, geoms_b, near, pair_margin, pair_index, overflow)
 
 
+def _group_manifolds(model: Model, structure: CollisionStructure, frames, group: PairGroup,
+                     culled: _Culled):
+    """Manifolds ``(budget, K)`` of one group on its own: its registered pair function vmapped."""
+    fn = pair_function(group.type_a, group.type_b)[0]
+    return _pair_manifolds(fn, model, structure, frames, group, culled.geoms_a, culled.geoms_b,
+                           culled.pair_margin)
+
+
 def _candidates(model: Model, group: PairGroup, culled: _Culled, manifold) -> dict:
     """The group's candidate arrays from its manifolds ``(budget, K)``."""
     points = pair_function(group.type_a, group.type_b)[1]
@@ -275,10 +283,7 @@ def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
     for i, group in enumerate(structure.groups):  # static loop over pair-type groups
         with jax.named_scope(f"narrow_{group.type_a.name.lower()}_{group.type_b.name.lower()}"):
             if i not in manifolds:
-                fn = pair_function(group.type_a, group.type_b)[0]
-                c = culled[i]
-                manifolds[i] = _pair_manifolds(fn, model, structure, frames, group, c.geoms_a, c.geoms_b,
-                                               c.pair_margin)
+                manifolds[i] = _group_manifolds(model, structure, frames, group, culled[i])
             parts.append(_candidates(model, group, culled[i], manifolds[i]))
         overflow = overflow | culled[i].overflow
     if not parts:
