@@ -60,6 +60,8 @@ def main(argv=None):
     parser.add_argument("--compliance", type=float, nargs="*", default=[0.0, 1e-3, 1e-2])
     parser.add_argument("--min-compliance", type=float, default=1e-9)
     parser.add_argument("--newton-iterations", type=int, default=100)
+    parser.add_argument("--round-off-margin", type=float, default=1.0,
+                        help="PrimalNewton's round_off_margin (0: stop on the tolerance only)")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--out", default="newton_probe")
     args = parser.parse_args(argv)
@@ -71,12 +73,13 @@ def main(argv=None):
              "|---|---|---|---|---|---|---|---|---|"]
     all_scenes = step_benchmark.scenes()
     newton = jc.contact.PrimalNewton(max_iterations=args.newton_iterations, tolerance=1e-6,
-                                     min_compliance=args.min_compliance)
+                                     min_compliance=args.min_compliance,
+                                     round_off_margin=args.round_off_margin)
     for name in args.scenes:
         mj, q0 = all_scenes[name]
         for compliance in args.compliance:
             for label, solver in (("ADMM-NCP (default)", None),
-                                  (f"PrimalNewton cap {args.newton_iterations}", newton)):
+                                  (f"PrimalNewton cap {args.newton_iterations}, margin {args.round_off_margin:g}", newton)):
                 r = probe(mj, q0, compliance, solver, args.steps)
                 lines.append(f"| {name} | {compliance:g} | {label} | {r['steps_per_s']:.0f} | {r['mean_iterations']:.1f} | "
                              f"{r['max_iterations']} | {r['worst']:.1e} | {r['penetration']:.2e} | {r['finite']} |")

@@ -28,6 +28,22 @@ implementation — failed here: with ``R`` at its floor, ``H`` spans ~1e9 and no
 ``c = 1e-4``, ``β = 0.8``, all trials evaluated at once, the largest admissible kept — except that
 the iterate does not move when no trial is admissible (the objective never increases).
 
+Stopping (besides ``tolerance`` on the CCP criterion). With ``R`` at its floor the CCP
+criterion of ``λ(v)`` can stall far above any useful tolerance: ``λ(v)`` amplifies the round-off
+of ``A v + g`` by ``R⁻¹`` (~1e9 relative to ``G``), so on robot scenes it plateaus at ~1e-3 while
+the forces already agree with ADMM-CCP to 1e-7 relative (``benchmarks/results/newton_probe.md``).
+Because ``ℓ`` is 1-strongly convex, ``‖v − v*‖ ≤ ‖∇ℓ(v)‖``; the solver therefore also stops —
+and reports convergence — when the computed gradient is within ``round_off_margin`` times a
+first-order bound of its own evaluation error (Drake's SAP stops on the gradient norm too,
+with a fixed relative tolerance; this bound adapts it to the conditioning)::
+
+    δc   = ε (|A| |v| + |g|)                          (round-off of c = A v + g, per row)
+    δλ_i ≤ ‖D⁻¹ δc‖_i / min_i √R                      (per contact i: P is non-expansive)
+    ‖∇ℓ‖ ≤ margin · ε · ‖ |A|ᵀ (δλ/ε + |λ|) ‖           (|A|ᵀ: propagation through Aᵀ λ)
+
+so the velocity error at the stop is at most twice that bound. The bound is ``ε·cond``-scaled, so
+on well-conditioned problems (compliance well above the floor) the tolerance fires first.
+
 Compliance must be positive (the primal is "viable only when R is non-null"): rows with
 ``R < min_compliance × tr(G)/3n`` are raised to that floor. The per-contact tangential compliance is
 ``R_T = √(R_t1 R_t2)`` (Drake's model has ``R_t1 = R_t2``).
@@ -48,12 +64,15 @@ __all__ = ["PrimalNewton", "NewtonState"]
 class NewtonState(eqx.Module):
     """Iterate: ``v`` ``(k,)`` primal variable; ``force`` ``(n, 3)`` = ``λ(v)``; ``sqrt_delassus``
     ``A`` ``(3n, k)`` with ``G = A Aᵀ`` (``k = 3n`` without a Delassus factor); ``compliance``
-    ``R̂`` ``(3n,)`` (floored, tangents merged)."""
+    ``R̂`` ``(3n,)`` (floored, tangents merged); ``gradient_norm`` ``‖∇ℓ(v)‖`` and
+    ``gradient_round_off`` its evaluation-error bound (module docstring), scalars."""
 
     v: jax.Array
     force: jax.Array
     sqrt_delassus: jax.Array
     compliance: jax.Array
+    gradient_norm: jax.Array
+    gradient_round_off: jax.Array
 
 
 class PrimalNewton(ContactSolver):
@@ -68,6 +87,8 @@ class PrimalNewton(ContactSolver):
         default 40.
       armijo: dynamic sufficient-decrease constant ``c`` (1e-4); backtracking: dynamic ``β`` (0.8)
         (Armijo only).
+      round_off_margin: dynamic; also stop (converged) once ``‖∇ℓ‖`` is within this factor of its
+        round-off bound (module docstring), default 1; ``0`` disables the rule.
     """
 
     max_iterations: int = eqx.field(static=True)
@@ -76,12 +97,13 @@ class PrimalNewton(ContactSolver):
     min_compliance: jax.Array
     armijo: jax.Array
     backtracking: jax.Array
+    round_off_margin: jax.Array
     line_search: str = eqx.field(static=True, default="exact")
     formulation: str = eqx.field(static=True, default="ccp")
 
     def __init__(self, max_iterations: int = 100, tolerance=1e-6, min_compliance=1e-9,
                  line_search: str = "exact", line_search_steps: int = 40, armijo=1e-4,
-                 backtracking=0.8):
+                 backtracking=0.8, round_off_margin=1.0):
         if int(max_iterations) < 1 or int(line_search_steps) < 1:
             raise ValueError("max_iterations and line_search_steps must be >= 1")
         if line_search not in ("exact", "armijo"):
@@ -89,6 +111,7 @@ class PrimalNewton(ContactSolver):
         self.line_search = line_search
         self.armijo = jnp.asarray(armijo)
         self.backtracking = jnp.asarray(backtracking)
+        self.round_off_margin = jnp.asarray(round_off_margin)
         self.max_iterations = int(max_iterations)
         self.line_search_steps = int(line_search_steps)
         self.tolerance = jnp.asarray(tolerance)
@@ -115,6 +138,19 @@ class PrimalNewton(ContactSolver):
         x, d, mu_s = self._scaled(problem, state, v)
         return project_cone(x, mu_s) / d
 
+    def _at(self, problem, state, v):
+        """``state`` moved to ``v``: force ``λ(v)``, ``‖∇ℓ(v)‖`` and its round-off bound."""
+        A = state.sqrt_delassus
+        force = self._force(problem, state, v)
+        gradient = v - A.T @ force.reshape(-1)
+        d = jnp.sqrt(state.compliance).reshape(-1, 3)
+        eps = jnp.finfo(v.dtype).eps
+        c_error = eps * (jnp.abs(A) @ jnp.abs(v) + jnp.abs(problem.free_velocity)).reshape(-1, 3)
+        force_error = jnp.linalg.norm(c_error / d, axis=1) / jnp.min(d, axis=1)  # (n,) per contact
+        rows = jnp.repeat(force_error, 3) + eps * jnp.abs(force.reshape(-1))
+        return eqx.tree_at(lambda s: (s.v, s.force, s.gradient_norm, s.gradient_round_off), state,
+                           (v, force, jnp.linalg.norm(gradient), jnp.linalg.norm(jnp.abs(A).T @ rows)))
+
     # -- protocol ------------------------------------------------------------------------------
 
     def init(self, problem: ContactProblem, warm_force, warm_rho):
@@ -134,8 +170,8 @@ class PrimalNewton(ContactSolver):
         r_t = jnp.sqrt(R[:, 0] * R[:, 1])
         R = jnp.stack([r_t, r_t, R[:, 2]], axis=1).reshape(m)
         v = A.T @ warm_force.reshape(m)
-        state = NewtonState(v, warm_force, A, R)
-        return eqx.tree_at(lambda s: s.force, state, self._force(problem, state, v))
+        zero = jnp.zeros((), dtype)
+        return self._at(problem, NewtonState(v, warm_force, A, R, zero, zero), v)
 
     def step(self, problem, state):
         A = state.sqrt_delassus
@@ -156,9 +192,7 @@ class PrimalNewton(ContactSolver):
             alpha = self._line_search(problem, state, v, dv)
         else:
             alpha = self._armijo(problem, state, v, dv, grad @ dv)
-        v_new = v + alpha * dv
-        return eqx.tree_at(lambda s: (s.v, s.force), state,
-                           (v_new, self._force(problem, state, v_new)))
+        return self._at(problem, state, v + alpha * dv)
 
     def _line_search(self, problem, state, v, dv):
         """Minimiser of ``φ(α) = ℓ(v + α Δv)`` over ``α ≥ 0`` (0 if ``Δv`` is not a descent
@@ -203,3 +237,7 @@ class PrimalNewton(ContactSolver):
 
     def criterion(self, problem, state):
         return criterion(problem, state.force, "ccp")
+
+    def at_precision_limit(self, problem, state):
+        margin = jnp.asarray(self.round_off_margin, state.v.dtype)
+        return state.gradient_norm <= margin * state.gradient_round_off

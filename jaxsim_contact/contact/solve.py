@@ -8,6 +8,11 @@ numeric parameters, implementing four pure functions:
 * ``force(problem, state) -> (n, 3)`` — the current force estimate;
 * ``criterion(problem, state) -> scalar`` — the termination criterion (seed 001 eq. 15 variant).
 
+Optionally ``at_precision_limit(problem, state) -> bool``: the iterate is as accurate as the
+solver's arithmetic allows (default ``False``); the driver then stops and reports convergence
+even if the criterion is above the tolerance (``PrimalNewton``: its gradient is at its round-off
+floor, see :mod:`.newton`).
+
 :func:`solve` sanitises the problem (inactive contacts decoupled and pinned to ``λ = 0``,
 non-finite problems replaced by a harmless one), runs ``lax.while_loop`` bounded by
 ``max_iterations`` with a ``done`` flag in the carry (finished lanes freeze under ``vmap``), and
@@ -57,6 +62,10 @@ class ContactSolver(eqx.Module):
         """Per-epoch work hoisted out of ``step`` (see :attr:`epoch_length`)."""
         return state
 
+    def at_precision_limit(self, problem: ContactProblem, state) -> jax.Array:
+        """True when the iterate is as accurate as round-off allows (see module docstring)."""
+        return jnp.zeros((), bool)
+
     def rho(self, state) -> jax.Array:
         """Final proximal parameter (ADMM-type solvers); 0 otherwise."""
         return jnp.zeros((), state.force.dtype)
@@ -75,7 +84,8 @@ class ContactSolution(eqx.Module):
         zero for inactive contacts and for non-finite problems.
       velocity: ``(n, 3)`` contact velocity ``G λ + g`` (without compliance).
       iterations: int32 scalar, iterations performed.
-      converged: bool scalar, criterion ≤ tolerance (False for non-finite problems).
+      converged: bool scalar, criterion ≤ tolerance, or the solver's iterate at its round-off
+        limit (``PrimalNewton``, see :mod:`.newton`); False for non-finite problems.
       criterion: the solver's termination criterion at the returned force.
       primal, dual, complementarity: maxima of the per-contact criteria of the solver's
         formulation (seed 001 eq. 15; CCP / LCP variants), see ``residual_formulation``.
@@ -159,7 +169,8 @@ def _unrolled_solver(solver: ContactSolver) -> ContactSolver:
 
 
 def _iterate(solver, safe, state0, crit0, unrolled: bool):
-    """Run ``solver.step`` until the criterion is ``≤ tolerance`` or ``max_iterations``.
+    """Run ``solver.step`` until the criterion is ``≤ tolerance``, the solver reports its
+    precision limit, or ``max_iterations``.
 
     ``unrolled=False``: ``lax.while_loop`` (not differentiable in reverse mode; the implicit rule
     provides derivatives). ``unrolled=True``: ``lax.scan`` over exactly ``max_iterations`` steps,
@@ -187,7 +198,7 @@ def _iterate(solver, safe, state0, crit0, unrolled: bool):
         state = freeze(frozen, state, new)
         crit = jnp.where(frozen, crit, new_crit)
         it = jnp.where(frozen, it, it + 1)
-        done = done | (crit <= tol)
+        done = done | (crit <= tol) | (~frozen & solver.at_precision_limit(safe, new))
         better = ~frozen & (new_crit < best_crit)
         best = freeze(~better, best, new)
         best_crit = jnp.where(better, new_crit, best_crit)

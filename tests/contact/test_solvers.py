@@ -262,3 +262,26 @@ def test_primal_newton_with_a_delassus_factor_solves_the_same_problem():
     np.testing.assert_allclose(low.force, full.force, atol=1e-6 * (1 + np.abs(full.force).max()))
     assert np.all(np.asarray(low.force)[:, ~np.asarray(active)] == 0.0)
     assert np.any(np.abs(np.asarray(low.force)[:, np.asarray(active)]) > 1e-3)
+
+
+def test_primal_newton_stops_at_its_round_off_limit_on_rigid_stacks():
+    """Rigid box stacks (compliance 0, so every row at the 1e-9 relative floor): the CCP criterion
+    of Newton's force stalls above a 1e-10 tolerance (round-off amplified by R⁻¹), so without the
+    round-off rule every solve runs to its cap; with it (default margin) Newton stops within a few
+    iterations, reports convergence, and returns the force and contact velocity of the capped run
+    (the iterate cannot get more accurate)."""
+    problems = _stack([B.box_stack(m).problem(1e-3, units="impulse")
+                       for m in ([1.0, 1.0, 1.0, 1.0], [1.0, 10.0, 100.0, 1000.0], [1000.0, 1.0, 1.0, 1.0])])
+    capped = run(C.PrimalNewton(max_iterations=100, tolerance=1e-10, round_off_margin=0.0), problems)
+    rule = run(C.PrimalNewton(max_iterations=100, tolerance=1e-10), problems)
+    assert not np.any(np.asarray(capped.converged)) and np.all(np.asarray(capped.iterations) == 100)
+    assert np.all(np.asarray(capped.criterion) > 1e-10), np.asarray(capped.criterion)
+    assert np.all(np.asarray(rule.converged)) and np.all(np.asarray(rule.iterations) <= 10), np.asarray(rule.iterations)
+    scale = np.abs(np.asarray(capped.force)).max(axis=(1, 2), keepdims=True)
+    assert np.all(np.abs(np.asarray(rule.force - capped.force)) <= 1e-6 * scale)
+    np.testing.assert_allclose(rule.velocity, capped.velocity, atol=1e-7)
+    # the stacks hold their weight: normal impulse on the ground = weight × dt (up to the floor
+    # compliance, which lets a heavy stack keep ~1e-6 of its downward velocity)
+    ground = np.asarray(rule.force)[:, :4, 2].sum(axis=1)
+    weights = np.array([4.0, 1111.0, 1003.0]) * 9.81 * 1e-3
+    np.testing.assert_allclose(ground, weights, rtol=1e-5)
