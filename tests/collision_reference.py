@@ -121,19 +121,20 @@ def depth_upper_bound(shape_a, pose_a, shape_b, pose_b, hint_normals=(), rng=Non
     values = np.asarray(_overlap(shape_a, pose_a, shape_b, pose_b, jnp.asarray(starts)))
     best = np.argsort(values)[:16]
     dirs, vals = starts[best], values[best]
-    step = 0.05
-    while step > 1e-11:
-        trial = dirs[:, None, :] + step * rng.normal(size=(len(dirs), 24, 3))
+    # one step size per start, halved when that start's 24 trials do not improve it (a shared step
+    # halved only when no start improves took ~800 rounds on 1000-vertex hulls)
+    step = np.full(len(dirs), 0.05)
+    while np.any(step > 1e-11):
+        trial = dirs[:, None, :] + step[:, None, None] * rng.normal(size=(len(dirs), 24, 3))
         trial /= np.linalg.norm(trial, axis=-1, keepdims=True)
         trial_vals = np.asarray(
             _overlap(shape_a, pose_a, shape_b, pose_b, jnp.asarray(trial.reshape(-1, 3)))
         ).reshape(len(dirs), -1)
         j = np.argmin(trial_vals, axis=1)
-        improved = trial_vals[np.arange(len(dirs)), j] < vals
+        improved = (trial_vals[np.arange(len(dirs)), j] < vals) & (step > 1e-11)
         dirs[improved] = trial[np.arange(len(dirs)), j][improved]
         vals[improved] = trial_vals[np.arange(len(dirs)), j][improved]
-        if not np.any(improved):
-            step *= 0.5
+        step = np.where(improved, step, 0.5 * step)
     return float(np.min(vals))
 
 

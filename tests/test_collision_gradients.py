@@ -204,7 +204,8 @@ def _error_curve(estimator, schedule, samples=64):
 
 GAUSS_SCHEDULE = [(0.3, 1), (0.1, 4), (0.03, 16), (0.01, 64)]
 ZEROTH_SCHEDULE = [(0.1, 1), (0.03, 8), (0.01, 64)]
-# every call of an ellipsoid kernel uses the same lane count, so each kernel compiles once
+# every call of an ellipsoid kernel uses the same lane count (and strongly typed float64 inputs:
+# a weakly typed ``jnp.full(n, 0.05)`` is another signature), so each kernel compiles once
 LANES = {"gauss1": sum(c for _, c in GAUSS_SCHEDULE), "zeroth": sum(c for _, c in ZEROTH_SCHEDULE)}
 
 
@@ -440,7 +441,7 @@ def test_ellipsoid_estimators_finite_at_degenerate_configurations(estimator):
         lanes = LANES[estimator]
         keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(lanes))
         out = ellipsoid_kernel(estimator, 64)(
-            _pad(radii_a, lanes), _pad(radii_b, lanes), _pad(x, lanes), jnp.full(lanes, 0.05), keys
+            _pad(radii_a, lanes), _pad(radii_b, lanes), _pad(x, lanes), jnp.full(lanes, 0.05, float), keys
         )
         y, jf, jr = (np.asarray(a)[:n] for a in out)
     for i, name in enumerate(ELLIPSOID_DEGENERATE):
@@ -479,7 +480,7 @@ def test_deterministic_for_a_given_key():
     lanes = LANES["gauss1"]
     args = lambda seeds: (  # noqa: E731
         jnp.tile(RADII_A, (lanes, 1)), jnp.tile(RADII_B, (lanes, 1)), jnp.tile(X_SMOOTH, (lanes, 1)),
-        jnp.full(lanes, 0.3), jax.vmap(jax.random.PRNGKey)(_pad(jnp.asarray(seeds), lanes)),
+        jnp.full(lanes, 0.3, float), jax.vmap(jax.random.PRNGKey)(_pad(jnp.asarray(seeds), lanes)),
     )
     _, a, _ = kernel(*args([5, 5, 6]))
     _, b, _ = kernel(*args([5, 5, 6]))

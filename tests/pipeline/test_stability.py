@@ -36,9 +36,13 @@ def settled(name: str, dtype_name: str):
         # 4 ms steps: 1250 steps of a 162-dof, 324-row problem keep the test under a minute
         model = jc.scenes.load("pile", gap=2e-3, dt=2 * DT, dtype=dtype)
         model = model.replace_options(contact_budget=4 * 27)
-    # float32 forces are only accurate to ~1e-7 of the weight: a float32-reachable tolerance
+    # float32 forces are only accurate to ~1e-7 of the weight: a looser tolerance in float32
     tol = 1e-6 if dtype == jnp.float64 else 1e-4
-    model = model.replace_options(solver=jc.contact.ADMM("ncp", max_iterations=100, tolerance=tol,
+    # In float32 ADMM stops short of even 1e-4 on ~95 % of the settled pile's steps (σ = G f + g
+    # cancels N-scale terms at ~1e-7 relative precision), so the cap, not the tolerance, sets the
+    # cost of that case: 40 iterations settle it to 1.8e-5 m/s (100: 1.1e-5) in half the time.
+    cap = 100 if dtype == jnp.float64 else 40
+    model = model.replace_options(solver=jc.contact.ADMM("ncp", max_iterations=cap, tolerance=tol,
                                                              factorization="cholesky"))
     state = jc.init(model)
     steps = int(round(HORIZON / float(model.options.dt)))
