@@ -198,6 +198,7 @@ def plot(threshold: float):
                 rule = f"smoothed ρ={a['relaxation']:g}"
                 if a.get("actor_output_scale", 1.0) != 1.0:
                     rule += f", out-init ×{a['actor_output_scale']:g}"
+                rule += f", μ-penalty {a.get('mean_penalty', 0.0):g}"
             else:
                 style = {"linestyle": ":", "alpha": 0.7}
             label = f"SHAC {rule}, seed {a['seed']}"
