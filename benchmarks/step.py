@@ -173,8 +173,18 @@ def _batched(run, batch: int, chunk: int):
     return jc.chunked_vmap(run, chunk) if 0 < chunk < batch else jax.vmap(run)
 
 
-def bench_ours(mj, q0, batch: int, steps: int, repeats: int, chunk: int = 0):
+def ours_options(solver: str, compliance: float) -> dict:
+    """``Model.replace_options`` arguments of ``--solver`` / ``--compliance``."""
+    options = {} if compliance == 0 else dict(compliance=compliance)
+    if solver == "newton":
+        options["solver"] = jc.contact.PrimalNewton(max_iterations=100)
+    return options
+
+
+def bench_ours(mj, q0, batch: int, steps: int, repeats: int, chunk: int = 0, options=None):
     model = jc.io.from_mjmodel(mj)
+    if options:
+        model = model.replace_options(**options)
     state = jc.init(model, q=jnp.asarray(q0))
     states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), state)
     ctrl = jnp.zeros((model.nu,))
@@ -248,6 +258,11 @@ def main(argv=None):
                         help="run ours and MJX batches through jc.chunked_vmap in chunks of this many "
                              "environments (0: plain vmap); writes step_chunk<N>.*")
     parser.add_argument("--all-cores", action="store_true", help="do not pin the process to one core")
+    parser.add_argument("--solver", choices=("admm", "newton"), default="admm",
+                        help="our contact solver: the default ADMM-NCP, or PrimalNewton-CCP (needs "
+                             "--compliance > 0; MJX and MuJoCo C are compliant too)")
+    parser.add_argument("--compliance", type=float, default=0.0,
+                        help="our Options.compliance (absolute, see jc.Options); 0: rigid (default)")
     parser.add_argument("--out", default=None,
                         help="stem of the result files in benchmarks/results (default: step, "
                              "step_quick with --quick, step_chunk<N> with --chunk N)")
@@ -255,6 +270,8 @@ def main(argv=None):
                         help="skip an engine's larger batches once one call would exceed this (MJX on "
                              "meshes: 16 s per 20-step call at batch 1 for the Panda)")
     args = parser.parse_args(argv)
+    if args.solver == "newton" and args.compliance <= 0:
+        parser.error("--solver newton needs --compliance > 0 (the primal is only viable with compliance)")
     argv = sys.argv[1:] if argv is None else argv  # for the command line in the report
     batches = args.batches or ([1, 32] if args.quick else [1, 32, 256, 1024])
     try:
@@ -265,7 +282,7 @@ def main(argv=None):
         print("MJX columns skipped: mujoco-mjx is not installed (pip install -e '.[bench]')")
     meta = dict(date=time.strftime("%Y-%m-%d %H:%M"), machine=platform.machine(), cpus=os.cpu_count(),
                 jax=jax.__version__, mujoco=mujoco.__version__, steps=args.steps, repeats=args.repeats,
-                cores_used=len(os.sched_getaffinity(0)),
+                cores_used=len(os.sched_getaffinity(0)), solver=args.solver, compliance=args.compliance,
                 loadavg_start=[round(x, 2) for x in os.getloadavg()])
     rows = []
     if args.chunk < 0:
@@ -292,7 +309,8 @@ def main(argv=None):
                     row[engine] = dict(error=f"skipped: {too_slow[engine]:.1f} s per call at a smaller batch")
                     continue
                 try:
-                    row[engine] = fn(mj, q0, batch, args.steps, args.repeats, args.chunk)
+                    extra = dict(options=ours_options(args.solver, args.compliance)) if engine == "ours" else {}
+                    row[engine] = fn(mj, q0, batch, args.steps, args.repeats, args.chunk, **extra)
                     # the next batch's call, extrapolated linearly (pessimistic: batching is
                     # sublinear); extrapolating to the largest batch skipped whole scenes
                     larger = [b for b in batches if b > batch]
@@ -321,7 +339,10 @@ def markdown(meta, rows, argv) -> str:
         f"`python benchmarks/step.py {' '.join(argv or [])}` — {meta['date']}, {meta['cpus']} CPUs "
         f"({meta['machine']}; process pinned to {meta['cores_used']}), jax {meta['jax']}, mujoco {meta['mujoco']}, {meta['steps']} steps per "
         f"call, median of {meta['repeats']} (CPU time); load average {meta['loadavg_start']} → {meta['loadavg_end']}.",
-        "Float64. Ours: hard NCP contact, ADMM (default options). MJX / MuJoCo C: their soft "
+        "Float64. Ours: " + (
+            "hard NCP contact, ADMM (default options)" if meta.get("solver", "admm") == "admm" and not meta.get("compliance")
+            else f"{'PrimalNewton-CCP (cap 100)' if meta.get('solver') == 'newton' else 'ADMM-NCP'}, compliance {meta.get('compliance', 0):g}"
+        ) + ". MJX / MuJoCo C: their soft "
         "contact and solver options from the same model. MuJoCo C: one thread (`mujoco.rollout`); ours and MJX in the same pinned process"
         + (f", both batched by `jc.chunked_vmap` in chunks of {meta['chunk']} environments." if meta.get("chunk") else ", batched by `jax.vmap`."),
         "",
