@@ -173,12 +173,20 @@ def _batched(run, batch: int, chunk: int):
     return jc.chunked_vmap(run, chunk) if 0 < chunk < batch else jax.vmap(run)
 
 
-def ours_options(solver: str, compliance: float) -> dict:
-    """``Model.replace_options`` arguments of ``--solver`` / ``--compliance``."""
+NEWTON_CAP = 100
+
+
+def ours_options(solver: str, compliance: float) -> tuple[dict, str]:
+    """``Model.replace_options`` arguments of ``--solver`` / ``--compliance`` and the report's
+    description of them."""
+    if solver == "admm" and compliance == 0:
+        return {}, "hard NCP contact, ADMM (default options)"
     options = {} if compliance == 0 else dict(compliance=compliance)
+    label = "ADMM-NCP"
     if solver == "newton":
-        options["solver"] = jc.contact.PrimalNewton(max_iterations=100)
-    return options
+        options["solver"] = jc.contact.PrimalNewton(max_iterations=NEWTON_CAP)
+        label = f"PrimalNewton-CCP (cap {NEWTON_CAP})"
+    return options, f"{label}, compliance {compliance:g}"
 
 
 def bench_ours(mj, q0, batch: int, steps: int, repeats: int, chunk: int = 0, options=None):
@@ -283,6 +291,7 @@ def main(argv=None):
     meta = dict(date=time.strftime("%Y-%m-%d %H:%M"), machine=platform.machine(), cpus=os.cpu_count(),
                 jax=jax.__version__, mujoco=mujoco.__version__, steps=args.steps, repeats=args.repeats,
                 cores_used=len(os.sched_getaffinity(0)), solver=args.solver, compliance=args.compliance,
+                ours=ours_options(args.solver, args.compliance)[1],
                 loadavg_start=[round(x, 2) for x in os.getloadavg()])
     rows = []
     if args.chunk < 0:
@@ -309,7 +318,7 @@ def main(argv=None):
                     row[engine] = dict(error=f"skipped: {too_slow[engine]:.1f} s per call at a smaller batch")
                     continue
                 try:
-                    extra = dict(options=ours_options(args.solver, args.compliance)) if engine == "ours" else {}
+                    extra = dict(options=ours_options(args.solver, args.compliance)[0]) if engine == "ours" else {}
                     row[engine] = fn(mj, q0, batch, args.steps, args.repeats, args.chunk, **extra)
                     # the next batch's call, extrapolated linearly (pessimistic: batching is
                     # sublinear); extrapolating to the largest batch skipped whole scenes
@@ -339,10 +348,7 @@ def markdown(meta, rows, argv) -> str:
         f"`python benchmarks/step.py {' '.join(argv or [])}` — {meta['date']}, {meta['cpus']} CPUs "
         f"({meta['machine']}; process pinned to {meta['cores_used']}), jax {meta['jax']}, mujoco {meta['mujoco']}, {meta['steps']} steps per "
         f"call, median of {meta['repeats']} (CPU time); load average {meta['loadavg_start']} → {meta['loadavg_end']}.",
-        "Float64. Ours: " + (
-            "hard NCP contact, ADMM (default options)" if meta.get("solver", "admm") == "admm" and not meta.get("compliance")
-            else f"{'PrimalNewton-CCP (cap 100)' if meta.get('solver') == 'newton' else 'ADMM-NCP'}, compliance {meta.get('compliance', 0):g}"
-        ) + ". MJX / MuJoCo C: their soft "
+        f"Float64. Ours: {meta.get('ours', 'hard NCP contact, ADMM (default options)')}. MJX / MuJoCo C: their soft "
         "contact and solver options from the same model. MuJoCo C: one thread (`mujoco.rollout`); ours and MJX in the same pinned process"
         + (f", both batched by `jc.chunked_vmap` in chunks of {meta['chunk']} environments." if meta.get("chunk") else ", batched by `jax.vmap`."),
         "",
