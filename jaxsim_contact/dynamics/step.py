@@ -165,9 +165,10 @@ def rollout(model: Model, state: State, ctrls: jax.Array,
       checkpoint_every: ``None`` (default): one ``lax.scan`` over the ``T`` steps; reverse mode
         then stores the intermediate values of every step, so the memory of ``jax.grad`` grows
         linearly in ``T``. A positive int ``k``: rematerialisation (gradient checkpointing,
-        ``jax.checkpoint``): an outer ``lax.scan`` over ``⌊T/k⌋`` segments of ``k`` steps, each
-        segment a checkpointed inner ``lax.scan``, plus one checkpointed segment of the
-        ``T mod k`` remaining steps. Reverse mode stores only the state at segment boundaries and
+        ``jax.checkpoint``): an outer ``lax.scan`` over ``⌈T/k⌉`` segments of ``k`` steps, each
+        segment a checkpointed inner ``lax.scan``; when ``k`` does not divide ``T`` the last
+        segment ends with steps that leave the state unchanged and are cut from the
+        trajectory. Reverse mode stores only the state at segment boundaries and
         recomputes one segment at a time, so memory grows like ``T/k + k`` step-residuals —
         ``~2√T`` with ``k ≈ √T`` — for about one extra forward pass of compute. Values and
         derivatives are those of the plain scan (same operations, in the same order). Static:
@@ -192,22 +193,35 @@ def rollout(model: Model, state: State, ctrls: jax.Array,
             f"rematerialised segment, e.g. round(sqrt(T))), got {checkpoint_every!r}")
     k = int(checkpoint_every)
     horizon = ctrls.shape[0]
-    num_segments, remainder = divmod(horizon, k)
+    num_segments = -(-horizon // k)
+    padded = num_segments * k
+
+    if padded == horizon:
+        segment_body = body
+        inputs = ctrls
+    else:
+        # T is not a multiple of k: the last segment ends with padding steps whose result is
+        # discarded (the state is kept). One segment program instead of a second copy of the
+        # checkpointed segment for the T mod k remaining steps — the gradient of an 11-step
+        # contact rollout with k = 3 compiles in 19 s instead of 34 s — for at most k - 1 wasted
+        # steps. A select, not a lax.cond: the cond's branch residuals raised the planned memory
+        # of a 1000-step gradient by 27 %, the select's by 0.3 %. A padding step's derivatives
+        # are multiplied by zero; like any step's, non-finite ones would still poison the
+        # gradient, and they start from the final state, a state the rollout itself reached.
+        def segment_body(carry: State, indexed_ctrl):
+            index, ctrl = indexed_ctrl
+            nxt = _tree_where(index < horizon, step(model, carry, ctrl), carry)
+            return nxt, nxt
+
+        padding = jnp.zeros((padded - horizon,) + ctrls.shape[1:], ctrls.dtype)
+        inputs = (jnp.arange(padded), jnp.concatenate([ctrls, padding]))
 
     # prevent_cse=False: inside lax.scan the loop already keeps XLA from merging the recomputation
     # with the forward pass (JAX's recommendation for checkpointed scan bodies).
     @functools.partial(jax.checkpoint, prevent_cse=False)
-    def segment(carry: State, segment_ctrls: jax.Array):
-        return jax.lax.scan(body, carry, segment_ctrls)
+    def segment(carry: State, segment_inputs):
+        return jax.lax.scan(segment_body, carry, segment_inputs)
 
-    final, parts = state, []
-    if num_segments:
-        blocks = ctrls[: num_segments * k].reshape((num_segments, k) + ctrls.shape[1:])
-        final, traj = jax.lax.scan(segment, final, blocks)
-        parts.append(jax.tree_util.tree_map(lambda x: x.reshape((num_segments * k,) + x.shape[2:]), traj))
-    if remainder:
-        final, traj = segment(final, ctrls[num_segments * k:])
-        parts.append(traj)
-    if len(parts) == 1:
-        return final, parts[0]
-    return final, jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *parts)
+    blocks = jax.tree_util.tree_map(lambda x: x.reshape((num_segments, k) + x.shape[1:]), inputs)
+    final, traj = jax.lax.scan(segment, state, blocks)
+    return final, jax.tree_util.tree_map(lambda x: x.reshape((padded,) + x.shape[2:])[:horizon], traj)
