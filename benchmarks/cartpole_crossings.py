@@ -6,9 +6,11 @@ evaluation with return ≥ ``--threshold`` and the first evaluation from which e
 stays ≥ it ("sustained"), both on the common grid of ``--grid`` environment steps (Brax's PPO and
 the compact PPO evaluate every 61 440 steps; SHAC every 2 048 × ``--eval-every`` steps, so its
 curve is subsampled to the common grid — a finer grid alone gives a noisy curve more chances to
-cross early) and on each run's own grid.
+cross early) and on each run's own grid. Medians count a run that never reaches the threshold as
+infinitely late (so "never" is the median when half the runs never reach it).
 
     python benchmarks/cartpole_crossings.py
+    python benchmarks/cartpole_crossings.py --runs "SHAC 16 envs=shac_cartpole_ablation/envs16_seed*.json"
 """
 
 from __future__ import annotations
@@ -32,28 +34,45 @@ def crossings(curve, threshold: float, grid: int | None):
     return first, sustained, len(points)
 
 
+def _median(values):
+    """Median with ``None`` (never reached) as +inf; ``None`` when that is the median."""
+    ordered = sorted(values, key=lambda x: float("inf") if x is None else x)
+    middle = ordered[(len(ordered) - 1) // 2: len(ordered) // 2 + 1]
+    return None if any(x is None for x in middle) else statistics.mean(middle)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--threshold", type=float, default=-400.0)
     p.add_argument("--grid", type=int, default=61_440)
+    p.add_argument("--runs", action="append", default=[], metavar="NAME=GLOB",
+                   help="an extra group of runs (GLOB relative to benchmarks/results), reported "
+                        "after the default ones")
     args = p.parse_args(argv)
+    runs = dict(RUNS)
+    for item in args.runs:
+        name, sep, pattern = item.partition("=")
+        if not sep or not name or not pattern:
+            p.error(f"--runs takes NAME=GLOB, got {item!r}")
+        runs[name] = pattern
     fmt = lambda x: "never" if x is None else f"{x / 1e6:.2f} M"  # noqa: E731
     print(f"| algorithm | seed | first ≥ {args.threshold:g} (grid {args.grid}) | sustained (grid) | "
           "first (own grid) | sustained (own grid) | evaluations (own grid) |")
     print("|---|---|---|---|---|---|---|")
-    for name, pattern in RUNS.items():
+    for name, pattern in runs.items():
         firsts, sustained = [], []
-        for path in sorted(RESULTS.glob(pattern)):
-            data = json.loads(path.read_text())
+        loaded = [json.loads(path.read_text()) for path in RESULTS.glob(pattern)]
+        if not loaded:
+            p.error(f"no runs match {pattern!r} in {RESULTS}")
+        for data in sorted(loaded, key=lambda d: d["args"]["seed"]):
             f, s, _ = crossings(data["curve"], args.threshold, args.grid)
             fo, so, n = crossings(data["curve"], args.threshold, None)
             firsts.append(f)
             sustained.append(s)
             print(f"| {name} | {data['args']['seed']} | {fmt(f)} | {fmt(s)} | {fmt(fo)} | {fmt(so)} | {n} |")
-        reached = [x for x in firsts if x is not None]
-        held = [x for x in sustained if x is not None]
-        print(f"| {name} | median | {fmt(statistics.median(reached)) if reached else 'never'} "
-              f"({len(reached)} of {len(firsts)}) | {fmt(statistics.median(held)) if held else 'never'} | | | |")
+        reached = sum(x is not None for x in firsts)
+        print(f"| {name} | median | {fmt(_median(firsts))} ({reached} of {len(firsts)} reach it) | "
+              f"{fmt(_median(sustained))} | | | |")
 
 
 if __name__ == "__main__":

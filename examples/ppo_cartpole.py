@@ -201,7 +201,7 @@ def plot(threshold: float):
                 rule += f", μ-penalty {a.get('mean_penalty', 0.0):g}"
             else:
                 style = {"linestyle": ":", "alpha": 0.7}
-            label = f"SHAC {rule}, seed {a['seed']}"
+            label = f"SHAC {a['envs']}x{a['horizon']} {rule}, seed {a['seed']}"
         elif data["algorithm"].startswith("PPO (brax"):
             label = f"PPO brax.training {a['envs']}x{a['unroll']}, seed {a['seed']}"
             style = {"linestyle": "--", "color": str(0.15 + 0.25 * a["seed"]), "linewidth": 2}
@@ -218,7 +218,7 @@ def plot(threshold: float):
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=6)
     fig.tight_layout()
     out = RESULTS / "shac_vs_ppo_cartpole.png"
-    fig.savefig(out, dpi=120)
+    fig.savefig(out, dpi=120, bbox_inches="tight")
     print("wrote", out)
 
 
