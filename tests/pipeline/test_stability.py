@@ -1,10 +1,13 @@
 """Stacking stability (issue 5): a 10-box tower and a 3×3×3 cube pile, dropped from 1 mm gaps,
 settle in float64 and float32 — after 5 s max penetration < 1 mm and max speed < 1e-3 m/s.
 
-The total energy never increases by more than 1e-6 J from one step to the next in float64. In
-float32 this criterion is NOT met (and not asserted): during the impacts of the first ~60 steps
-ADMM does not reach its tolerance in float32 (σ = G f + g cancels ~1e2 N-scale terms at ~1e-7
-relative precision) and single steps gain up to ~5e-5 J (tower); see the pipeline report.
+The total energy never increases by more than 1e-6 J from one step to the next: asserted in
+float64 and for the float32 pile (largest step gain 1.5e-7 J at 328597b). For the float32 tower
+this criterion is NOT met (and not asserted; issue 5 stays open on it): during the impacts ADMM
+does not reach its tolerance in float32 (σ = G f + g cancels ~1e2 N-scale terms at ~1e-7
+relative precision) and single steps gain up to 4.4e-5 J (step 26); 60 of its 2500 steps gain
+more than 1e-6 J, 38 of them after the first second (largest 3.8e-6 J there) — the size of one
+float32 ulp of height summed over the boxes' weights (5.8e-6 J).
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ def test_stack_settles_without_penetration_motion_or_energy_gain(name, dtype_nam
     assert float(jnp.max(traj.contact.penetration)) < 1e-3  # at every step, not only the last
     assert float(jnp.max(jnp.abs(final.v))) < 1e-3
     increase = np.diff(energy)
-    if dtype_name == "float64":
+    if (name, dtype_name) != ("tower", "float32"):
         assert np.max(increase) < 1e-6, (np.max(increase), int(np.argmax(increase)))
     # the boxes are resting on each other: every cube carries 4 active contacts
     nbox = model.nbody - 1
