@@ -168,7 +168,7 @@ def rollout(model: Model, state: State, ctrls: jax.Array,
         ``jax.checkpoint``): an outer ``lax.scan`` over ``⌈T/k⌉`` segments of ``k`` steps, each
         segment a checkpointed inner ``lax.scan``; when ``k`` does not divide ``T`` the last
         segment ends with steps that leave the state unchanged and are cut from the
-        trajectory. Reverse mode stores only the state at segment boundaries and
+        trajectory (``k > T`` acts as ``k = T``). Reverse mode stores only the state at segment boundaries and
         recomputes one segment at a time, so memory grows like ``T/k + k`` step-residuals —
         ``~2√T`` with ``k ≈ √T`` — for about one extra forward pass of compute. Values and
         derivatives are those of the plain scan (same operations, in the same order). Static:
@@ -191,8 +191,9 @@ def rollout(model: Model, state: State, ctrls: jax.Array,
         raise ValueError(
             "rollout(checkpoint_every=...) must be None or a positive int (steps per "
             f"rematerialised segment, e.g. round(sqrt(T))), got {checkpoint_every!r}")
-    k = int(checkpoint_every)
     horizon = ctrls.shape[0]
+    # k > T would only pad: one segment of T steps is the same computation
+    k = max(1, min(int(checkpoint_every), horizon))
     num_segments = -(-horizon // k)
     padded = num_segments * k
 

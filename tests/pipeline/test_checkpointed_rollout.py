@@ -90,6 +90,21 @@ def test_checkpointed_gradients_equal_plain_gradients():
         np.testing.assert_allclose(g_k, g, rtol=1e-12, atol=1e-12 * float(jnp.max(jnp.abs(g))))
 
 
+@pytest.mark.parametrize("horizon,k", [(0, 3), (5, 10), (7, 7), (7, 3)])
+def test_checkpointed_rollout_equals_plain_at_edge_horizons(horizon, k):
+    """No steps, ``k`` beyond ``T``, ``k = T`` and ``k`` not dividing ``T`` (padded last segment):
+    the same final state and trajectory as the plain scan (contact-free ball, cheap to compile)."""
+    model = ball(enable_contacts=False)
+    state = jc.init(model, q=jnp.asarray([0.0, 0.02]), v=jnp.asarray([0.3, -0.5]))
+    ctrls = jnp.linspace(0.5, -0.5, horizon)[:, None]
+    plain_final, plain_traj = jc.rollout(model, state, ctrls)
+    final, traj = jc.rollout(model, state, ctrls, checkpoint_every=k)
+    assert traj.q.shape == (horizon, model.nq)
+    for a, b in zip(jax.tree_util.tree_leaves((final, traj)), jax.tree_util.tree_leaves((plain_final, plain_traj))):
+        np.testing.assert_array_equal(a, b)
+    assert float(final.time) == pytest.approx(horizon * float(model.options.dt))
+
+
 @pytest.mark.parametrize("bad", [0, -3, 2.5, True, "10"])
 def test_checkpoint_every_is_validated(bad):
     model = ball(enable_contacts=False)
