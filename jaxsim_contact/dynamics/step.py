@@ -167,9 +167,9 @@ def rollout(model: Model, state: State, ctrls: jax.Array,
         linearly in ``T``. A positive int ``k``: rematerialisation (gradient checkpointing,
         ``jax.checkpoint``): an outer ``lax.scan`` over ``⌈T/k⌉`` segments of ``k`` steps, each
         segment a checkpointed inner ``lax.scan``; when ``k`` does not divide ``T`` the last
-        segment ends with steps that leave the state unchanged and are cut from the
-        trajectory (``k > T`` acts as ``k = T``). Reverse mode stores only the state at segment boundaries and
-        recomputes one segment at a time, so memory grows like ``T/k + k`` step-residuals —
+        segment ends with steps that leave the state unchanged and are cut from the trajectory
+        (``k > T`` acts as ``k = T``). Reverse mode stores only the state at segment boundaries
+        and recomputes one segment at a time, so memory grows like ``T/k + k`` step-residuals —
         ``~2√T`` with ``k ≈ √T`` — for about one extra forward pass of compute. Values and
         derivatives are those of the plain scan (same operations, in the same order). Static:
         under ``jax.jit`` pass it through ``static_argnames`` or ``functools.partial``.

@@ -100,7 +100,8 @@ def test_checkpointed_rollout_equals_plain_at_edge_horizons(horizon, k):
     plain_final, plain_traj = jc.rollout(model, state, ctrls)
     final, traj = jc.rollout(model, state, ctrls, checkpoint_every=k)
     assert traj.q.shape == (horizon, model.nq)
-    for a, b in zip(jax.tree_util.tree_leaves((final, traj)), jax.tree_util.tree_leaves((plain_final, plain_traj))):
+    plain = jax.tree_util.tree_leaves((plain_final, plain_traj))
+    for a, b in zip(jax.tree_util.tree_leaves((final, traj)), plain, strict=True):
         np.testing.assert_array_equal(a, b)
     assert float(final.time) == pytest.approx(horizon * float(model.options.dt))
 
