@@ -192,6 +192,13 @@ class Options(eqx.Module):
         added to MuJoCo's per-geom ``margin``.
       compliance: ``R ≥ 0`` on the normal rows of contacts (seed 001 §II "compliant contacts"), in
         (m/s²)/N since problems are solved in force units.
+      tangential_compliance: ``R_T ≥ 0`` on the two tangent (friction) rows of contacts, same
+        units. 0 (default): exact stiction, a sticking contact does not creep. ``R_T > 0``: a
+        sticking contact carrying tangential force ``λ_T`` creeps at ``Δt R_T λ_T`` (the
+        compliant CCP of seed 001 §II with ``R = diag(R_T, R_T, R)``, as MuJoCo's elliptic
+        cones with ``R_T = R / impratio`` and Drake's SAP). It also conditions the primal
+        Newton solver: with ``R_T = 0`` its tangential curvature sits at the 1e-9 floor and it
+        needs 2-3× the iterations on robots (``benchmarks/results/step_newton.md``).
       value_limit: magnitude (SI units of each entry; default 1e10) above which an entry of ``q``,
         ``v`` or ``ctrl`` counts as diverged, like a NaN or an infinity: :func:`jaxsim_contact.step`
         then flags and freezes the environment (see :class:`ErrorFlag`). No physical state comes
@@ -258,6 +265,7 @@ class Options(eqx.Module):
     restitution_threshold: jax.Array = eqx.field(default_factory=lambda: _scalar(0.2))
     contact_margin: jax.Array = eqx.field(default_factory=lambda: _scalar(1e-3))
     compliance: jax.Array = eqx.field(default_factory=lambda: _scalar(0.0))
+    tangential_compliance: jax.Array = eqx.field(default_factory=lambda: _scalar(0.0))
     value_limit: jax.Array = eqx.field(default_factory=lambda: _scalar(1e10))
     solver: Any = eqx.field(default_factory=_default_solver)
     integrator: str = eqx.field(static=True, default="euler")
@@ -328,7 +336,8 @@ class Options(eqx.Module):
         for name, low, high in (
             ("dt", 0.0, None), ("baumgarte", 0.0, 1.0), ("restitution", 0.0, 1.0),
             ("restitution_threshold", 0.0, None), ("contact_margin", 0.0, None),
-            ("compliance", 0.0, None), ("value_limit", 0.0, None), ("max_correction_speed", 0.0, None),
+            ("compliance", 0.0, None), ("tangential_compliance", 0.0, None), ("value_limit", 0.0, None),
+            ("max_correction_speed", 0.0, None),
         ):
             value = getattr(self, name)
             if isinstance(value, jax.core.Tracer):
@@ -484,7 +493,8 @@ class Model(eqx.Module):
         if unknown:
             raise TypeError(f"unknown option(s) {sorted(unknown)}; known: {sorted(fields)}")
         numeric = {"dt", "gravity", "baumgarte", "restitution", "restitution_threshold",
-                   "contact_margin", "compliance", "value_limit", "max_correction_speed"}
+                   "contact_margin", "compliance", "tangential_compliance", "value_limit",
+                   "max_correction_speed"}
         converted = {
             name: (jnp.asarray(value, dtype=self.dtype) if name in numeric else value)
             for name, value in changes.items()

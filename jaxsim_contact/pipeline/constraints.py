@@ -194,8 +194,9 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     degenerate = normal_diag <= 100.0 * jnp.finfo(dtype).eps * jnp.sum(block_diag, -1)
     geometric_active = active
     active = active & ~degenerate
-    tangent_pad = jnp.where(is_contact, 0.0, jnp.maximum(normal_diag, jnp.finfo(dtype).tiny))
-    compliance_rows = jnp.stack([tangent_pad, tangent_pad, compliance], -1)
+    tangent = jnp.where(is_contact, opts.tangential_compliance.astype(dtype),
+                        jnp.maximum(normal_diag, jnp.finfo(dtype).tiny))
+    compliance_rows = jnp.stack([tangent, tangent, compliance], -1)
     problem = ContactProblem(G, g, friction, compliance=compliance_rows.reshape(-1), active=active,
                              delassus_factor=factor)
     warm = _warm_start(state.contact, key, active, frame)

@@ -243,6 +243,8 @@ def test_options_are_validated_when_built():
         model.replace_options(contact_margin=-1e-3)
     with pytest.raises(ValueError, match="restitution"):
         model.replace_options(restitution=float("nan"))
+    with pytest.raises(ValueError, match="tangential_compliance"):
+        model.replace_options(tangential_compliance=-1e-3)
     with pytest.raises(TypeError, match="solver"):
         model.replace_options(solver="admm")
     with pytest.raises(ValueError, match="contact_budget"):

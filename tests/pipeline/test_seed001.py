@@ -107,3 +107,24 @@ def test_ccp_slides_at_a_height_proportional_to_dt_and_ncp_does_not(dt):
     assert z_ncp.size > 50 and z_ccp.size > 50
     assert np.max(np.abs(z_ncp)) < 1e-9
     np.testing.assert_allclose(z_ccp, dt * MU * v_ccp, rtol=0.05)
+
+
+@pytest.mark.parametrize("solver", ["ncp", "newton"])
+def test_tangential_compliance_lets_a_sticking_cube_creep_at_dt_rt_f_over_4(solver):
+    # A constant 2 N push (below μ m g = 3.9 N). With tangential compliance R_T each of the four
+    # sticking contacts satisfies c_T = −R_T λ_T (seed 001 §II, compliant rows), so the cube creeps
+    # at the steady velocity v with m (v − v)/Δt = F − 4 v / (Δt R_T), i.e. v = Δt R_T F / 4; the
+    # transient contracts by m / (m + 4 / R_T) per step. Without it the cube does not move.
+    model = cube("ncp")
+    if solver == "newton":  # Newton solves the compliant CCP (normal compliance > 0)
+        model = model.replace_options(solver=jc.contact.PrimalNewton(tolerance=1e-10), compliance=1e-4)
+    dt, push = float(model.options.dt), 2.0
+    ctrl = jnp.full((STEPS, 1), push)
+    for r_t in (0.0, 1e-2, 0.5):
+        final, traj = rollout(model.replace_options(tangential_compliance=r_t), jc.init(model), ctrl)
+        assert int(final.error) == 0
+        vx = np.asarray(traj.v[STEPS // 2:, 0])
+        if r_t == 0.0:
+            assert np.max(np.abs(vx)) < 1e-9
+        else:
+            np.testing.assert_allclose(vx, dt * r_t * push / 4, rtol=1e-4)
