@@ -176,17 +176,20 @@ def _batched(run, batch: int, chunk: int):
 NEWTON_CAP = 100
 
 
-def ours_options(solver: str, compliance: float) -> tuple[dict, str]:
-    """``Model.replace_options`` arguments of ``--solver`` / ``--compliance`` and the report's
-    description of them."""
-    if solver == "admm" and compliance == 0:
+def ours_options(solver: str, compliance: float, tangential_compliance: float = 0.0) -> tuple[dict, str]:
+    """``Model.replace_options`` arguments of ``--solver`` / ``--compliance`` /
+    ``--tangential-compliance`` and the report's description of them."""
+    if solver == "admm" and compliance == 0 and tangential_compliance == 0:
         return {}, "hard NCP contact, ADMM (default options)"
     options = {} if compliance == 0 else dict(compliance=compliance)
+    if tangential_compliance:
+        options["tangential_compliance"] = tangential_compliance
     label = "ADMM-NCP"
     if solver == "newton":
         options["solver"] = jc.contact.PrimalNewton(max_iterations=NEWTON_CAP)
         label = f"PrimalNewton-CCP (cap {NEWTON_CAP})"
-    return options, f"{label}, compliance {compliance:g}"
+    tangential = f", tangential compliance {tangential_compliance:g}" if tangential_compliance else ""
+    return options, f"{label}, compliance {compliance:g}{tangential}"
 
 
 def bench_ours(mj, q0, batch: int, steps: int, repeats: int, chunk: int = 0, options=None):
@@ -271,6 +274,9 @@ def main(argv=None):
                              "--compliance > 0; MJX and MuJoCo C are compliant too)")
     parser.add_argument("--compliance", type=float, default=0.0,
                         help="our Options.compliance (absolute, see jc.Options); 0: rigid (default)")
+    parser.add_argument("--tangential-compliance", type=float, default=0.0,
+                        help="our Options.tangential_compliance (friction rows); 0: exact stiction "
+                             "(default). MuJoCo's elliptic cones use compliance / impratio (1 here)")
     parser.add_argument("--out", default=None,
                         help="stem of the result files in benchmarks/results (default: step, "
                              "step_quick with --quick, step_chunk<N> with --chunk N)")
@@ -291,7 +297,8 @@ def main(argv=None):
     meta = dict(date=time.strftime("%Y-%m-%d %H:%M"), machine=platform.machine(), cpus=os.cpu_count(),
                 jax=jax.__version__, mujoco=mujoco.__version__, steps=args.steps, repeats=args.repeats,
                 cores_used=len(os.sched_getaffinity(0)), solver=args.solver, compliance=args.compliance,
-                ours=ours_options(args.solver, args.compliance)[1],
+                tangential_compliance=args.tangential_compliance,
+                ours=ours_options(args.solver, args.compliance, args.tangential_compliance)[1],
                 loadavg_start=[round(x, 2) for x in os.getloadavg()])
     rows = []
     if args.chunk < 0:
@@ -318,7 +325,8 @@ def main(argv=None):
                     row[engine] = dict(error=f"skipped: {too_slow[engine]:.1f} s per call at a smaller batch")
                     continue
                 try:
-                    extra = dict(options=ours_options(args.solver, args.compliance)[0]) if engine == "ours" else {}
+                    options = ours_options(args.solver, args.compliance, args.tangential_compliance)[0]
+                    extra = dict(options=options) if engine == "ours" else {}
                     row[engine] = fn(mj, q0, batch, args.steps, args.repeats, args.chunk, **extra)
                     # the next batch's call, extrapolated linearly (pessimistic: batching is
                     # sublinear); extrapolating to the largest batch skipped whole scenes
