@@ -176,20 +176,24 @@ def _batched(run, batch: int, chunk: int):
 NEWTON_CAP = 100
 
 
-def ours_options(solver: str, compliance: float, tangential_compliance: float = 0.0) -> tuple[dict, str]:
+def ours_options(solver: str, compliance: float, tangential_compliance: float = 0.0,
+                 limit_compliance: float = 0.0) -> tuple[dict, str]:
     """``Model.replace_options`` arguments of ``--solver`` / ``--compliance`` /
-    ``--tangential-compliance`` and the report's description of them."""
-    if solver == "admm" and compliance == 0 and tangential_compliance == 0:
+    ``--tangential-compliance`` / ``--limit-compliance`` and the report's description of them."""
+    if solver == "admm" and compliance == 0 and tangential_compliance == 0 and limit_compliance == 0:
         return {}, "hard NCP contact, ADMM (default options)"
     options = {} if compliance == 0 else dict(compliance=compliance)
     if tangential_compliance:
         options["tangential_compliance"] = tangential_compliance
+    if limit_compliance:
+        options["limit_compliance"] = limit_compliance
     label = "ADMM-NCP"
     if solver == "newton":
         options["solver"] = jc.contact.PrimalNewton(max_iterations=NEWTON_CAP)
         label = f"PrimalNewton-CCP (cap {NEWTON_CAP})"
     tangential = f", tangential compliance {tangential_compliance:g}" if tangential_compliance else ""
-    return options, f"{label}, compliance {compliance:g}{tangential}"
+    limits = f", limit compliance {limit_compliance:g}" if limit_compliance else ""
+    return options, f"{label}, compliance {compliance:g}{tangential}{limits}"
 
 
 def bench_ours(mj, q0, batch: int, steps: int, repeats: int, chunk: int = 0, options=None):
@@ -277,6 +281,8 @@ def main(argv=None):
     parser.add_argument("--tangential-compliance", type=float, default=0.0,
                         help="our Options.tangential_compliance (friction rows); 0: exact stiction "
                              "(default). MuJoCo's elliptic cones use compliance / impratio (1 here)")
+    parser.add_argument("--limit-compliance", type=float, default=0.0,
+                        help="our Options.limit_compliance (joint-limit rows); 0: hard limits (default)")
     parser.add_argument("--out", default=None,
                         help="stem of the result files in benchmarks/results (default: step, "
                              "step_quick with --quick, step_chunk<N> with --chunk N)")
@@ -298,7 +304,9 @@ def main(argv=None):
                 jax=jax.__version__, mujoco=mujoco.__version__, steps=args.steps, repeats=args.repeats,
                 cores_used=len(os.sched_getaffinity(0)), solver=args.solver, compliance=args.compliance,
                 tangential_compliance=args.tangential_compliance,
-                ours=ours_options(args.solver, args.compliance, args.tangential_compliance)[1],
+                limit_compliance=args.limit_compliance,
+                ours=ours_options(args.solver, args.compliance, args.tangential_compliance,
+                                  args.limit_compliance)[1],
                 loadavg_start=[round(x, 2) for x in os.getloadavg()])
     rows = []
     if args.chunk < 0:
@@ -325,7 +333,8 @@ def main(argv=None):
                     row[engine] = dict(error=f"skipped: {too_slow[engine]:.1f} s per call at a smaller batch")
                     continue
                 try:
-                    options = ours_options(args.solver, args.compliance, args.tangential_compliance)[0]
+                    options = ours_options(args.solver, args.compliance, args.tangential_compliance,
+                                          args.limit_compliance)[0]
                     extra = dict(options=options) if engine == "ours" else {}
                     row[engine] = fn(mj, q0, batch, args.steps, args.repeats, args.chunk, **extra)
                     # the next batch's call, extrapolated linearly (pessimistic: batching is

@@ -199,6 +199,12 @@ class Options(eqx.Module):
         cones with ``R_T = R / impratio`` and Drake's SAP). It also conditions the primal
         Newton solver: with ``R_T = 0`` its tangential curvature sits at the 1e-9 floor and it
         needs 2-3× the iterations on robots (``benchmarks/results/step_newton.md``).
+      limit_compliance: ``R ≥ 0`` on joint-limit rows, in (rad/s²)/(N·m) (hinges) or
+        (m/s²)/N (slides). 0 (default): hard limits (the solver's 1e-9 relative floor). ``R > 0``:
+        a soft limit, as MuJoCo's default ``solref`` for limits; a joint held against its limit by
+        a torque ``τ`` settles ``R τ Δt² / β`` past it (``β`` = ``baumgarte``). Like
+        ``tangential_compliance`` it conditions the primal Newton solver (humanoid: 4.6 → 3.7
+        iterations per step at compliance 1e-3).
       value_limit: magnitude (SI units of each entry; default 1e10) above which an entry of ``q``,
         ``v`` or ``ctrl`` counts as diverged, like a NaN or an infinity: :func:`jaxsim_contact.step`
         then flags and freezes the environment (see :class:`ErrorFlag`). No physical state comes
@@ -266,6 +272,7 @@ class Options(eqx.Module):
     contact_margin: jax.Array = eqx.field(default_factory=lambda: _scalar(1e-3))
     compliance: jax.Array = eqx.field(default_factory=lambda: _scalar(0.0))
     tangential_compliance: jax.Array = eqx.field(default_factory=lambda: _scalar(0.0))
+    limit_compliance: jax.Array = eqx.field(default_factory=lambda: _scalar(0.0))
     value_limit: jax.Array = eqx.field(default_factory=lambda: _scalar(1e10))
     solver: Any = eqx.field(default_factory=_default_solver)
     integrator: str = eqx.field(static=True, default="euler")
@@ -336,8 +343,8 @@ class Options(eqx.Module):
         for name, low, high in (
             ("dt", 0.0, None), ("baumgarte", 0.0, 1.0), ("restitution", 0.0, 1.0),
             ("restitution_threshold", 0.0, None), ("contact_margin", 0.0, None),
-            ("compliance", 0.0, None), ("tangential_compliance", 0.0, None), ("value_limit", 0.0, None),
-            ("max_correction_speed", 0.0, None),
+            ("compliance", 0.0, None), ("tangential_compliance", 0.0, None),
+            ("limit_compliance", 0.0, None), ("value_limit", 0.0, None), ("max_correction_speed", 0.0, None),
         ):
             value = getattr(self, name)
             if isinstance(value, jax.core.Tracer):
@@ -493,8 +500,8 @@ class Model(eqx.Module):
         if unknown:
             raise TypeError(f"unknown option(s) {sorted(unknown)}; known: {sorted(fields)}")
         numeric = {"dt", "gravity", "baumgarte", "restitution", "restitution_threshold",
-                   "contact_margin", "compliance", "tangential_compliance", "value_limit",
-                   "max_correction_speed"}
+                   "contact_margin", "compliance", "tangential_compliance", "limit_compliance",
+                   "value_limit", "max_correction_speed"}
         converted = {
             name: (jnp.asarray(value, dtype=self.dtype) if name in numeric else value)
             for name, value in changes.items()

@@ -245,6 +245,8 @@ def test_options_are_validated_when_built():
         model.replace_options(restitution=float("nan"))
     with pytest.raises(ValueError, match="tangential_compliance"):
         model.replace_options(tangential_compliance=-1e-3)
+    with pytest.raises(ValueError, match="limit_compliance"):
+        model.replace_options(limit_compliance=float("inf"))
     with pytest.raises(TypeError, match="solver"):
         model.replace_options(solver="admm")
     with pytest.raises(ValueError, match="contact_budget"):
