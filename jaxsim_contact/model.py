@@ -197,14 +197,14 @@ class Options(eqx.Module):
         sticking contact carrying tangential force ``λ_T`` creeps at ``Δt R_T λ_T`` (the
         compliant CCP of seed 001 §II with ``R = diag(R_T, R_T, R)``, as MuJoCo's elliptic
         cones with ``R_T = R / impratio`` and Drake's SAP). It also conditions the primal
-        Newton solver: with ``R_T = 0`` its tangential curvature sits at the 1e-9 floor and it
-        needs 2-3× the iterations on robots (``benchmarks/results/step_newton.md``).
+        Newton solver: with ``R_T = 0`` its tangential curvature sits at the 1e-9 floor; at
+        compliance 1e-3 the humanoid needs 11.1 Newton iterations per step, 3.7 with this and
+        ``limit_compliance`` at 1e-3 too (``benchmarks/results/step_newton_soft.md``).
       limit_compliance: ``R ≥ 0`` on joint-limit rows, in (rad/s²)/(N·m) (hinges) or
         (m/s²)/N (slides). 0 (default): hard limits (the solver's 1e-9 relative floor). ``R > 0``:
         a soft limit, as MuJoCo's default ``solref`` for limits; a joint held against its limit by
         a torque ``τ`` settles ``R τ Δt² / β`` past it (``β`` = ``baumgarte``). Like
-        ``tangential_compliance`` it conditions the primal Newton solver (humanoid: 4.6 → 3.7
-        iterations per step at compliance 1e-3).
+        ``tangential_compliance`` it conditions the primal Newton solver.
       value_limit: magnitude (SI units of each entry; default 1e10) above which an entry of ``q``,
         ``v`` or ``ctrl`` counts as diverged, like a NaN or an infinity: :func:`jaxsim_contact.step`
         then flags and freezes the environment (see :class:`ErrorFlag`). No physical state comes
