@@ -344,7 +344,8 @@ class Options(eqx.Module):
             ("dt", 0.0, None), ("baumgarte", 0.0, 1.0), ("restitution", 0.0, 1.0),
             ("restitution_threshold", 0.0, None), ("contact_margin", 0.0, None),
             ("compliance", 0.0, None), ("tangential_compliance", 0.0, None),
-            ("limit_compliance", 0.0, None), ("value_limit", 0.0, None), ("max_correction_speed", 0.0, None),
+            ("limit_compliance", 0.0, None), ("value_limit", 0.0, None),
+            ("max_correction_speed", 0.0, None),
         ):
             value = getattr(self, name)
             if isinstance(value, jax.core.Tracer):

@@ -180,7 +180,8 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     reference = jnp.where(bounce, jnp.maximum(reference, opts.restitution.astype(dtype) * approach),
                           reference)
     g = (c_free.at[:, 2].add(-reference) / dt).reshape(3 * nslots)
-    compliance = jnp.where(is_contact, opts.compliance.astype(dtype), opts.limit_compliance.astype(dtype))
+    compliance = jnp.where(is_contact, opts.compliance.astype(dtype),
+                           opts.limit_compliance.astype(dtype))
     # Joint-limit slots have zero tangent rows; μ = 0 pins their tangent force to 0 anyway, and a
     # unit-scale diagonal there keeps G + R non-singular (ADMM's (G + R + ρI)⁻¹ stays bounded).
     block_diag = jnp.diagonal(G).reshape(nslots, 3)
