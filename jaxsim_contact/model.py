@@ -201,10 +201,10 @@ class Options(eqx.Module):
         compliance 1e-3 the humanoid needs 11.1 Newton iterations per step, 3.7 with this and
         ``limit_compliance`` at 1e-3 too (``benchmarks/results/step_newton_soft.md``).
       limit_compliance: ``R ≥ 0`` on joint-limit rows, in (rad/s²)/(N·m) (hinges) or
-        (m/s²)/N (slides). 0 (default): hard limits (the solver's 1e-9 relative floor). ``R > 0``:
-        a soft limit, as MuJoCo's default ``solref`` for limits; a joint held against its limit by
-        a torque ``τ`` settles ``R τ Δt² / β`` past it (``β`` = ``baumgarte``). Like
-        ``tangential_compliance`` it conditions the primal Newton solver.
+        (m/s²)/N (slides). 0 (default): hard limits (``PrimalNewton`` raises 0 to its 1e-9
+        relative floor). ``R > 0``: a soft limit, as MuJoCo's default ``solref`` for limits; a
+        joint held against its limit by a torque ``τ`` settles ``R τ Δt² / β`` past it (``β`` =
+        ``baumgarte``). Like ``tangential_compliance`` it conditions the primal Newton solver.
       value_limit: magnitude (SI units of each entry; default 1e10) above which an entry of ``q``,
         ``v`` or ``ctrl`` counts as diverged, like a NaN or an infinity: :func:`jaxsim_contact.step`
         then flags and freezes the environment (see :class:`ErrorFlag`). No physical state comes
