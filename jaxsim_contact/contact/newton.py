@@ -55,7 +55,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .problem import ContactProblem, criterion, project_cone
+from .problem import ContactProblem, criterion, project_cone, project_cone_jacobian
 from .solve import ContactSolver
 
 __all__ = ["PrimalNewton", "NewtonState"]
@@ -178,7 +178,7 @@ class PrimalNewton(ContactSolver):
         v = state.v
         x, d, mu_s = self._scaled(problem, state, v)
         grad = state.gradient  # at v, from _at (init or the previous step)
-        jac = jax.vmap(jax.jacfwd(project_cone))(x, mu_s)  # (n, 3, 3)
+        jac = project_cone_jacobian(x, mu_s)  # (n, 3, 3)
         w = jac / d[:, :, None] / d[:, None, :]
         # Aᵀ blockdiag(w) A without forming the block-diagonal matrix
         AW = jnp.einsum("irc,irs->cis", A.reshape(-1, 3, k), w).reshape(k, m)

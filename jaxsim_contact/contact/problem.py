@@ -39,6 +39,7 @@ __all__ = [
     "Residuals",
     "FORMULATIONS",
     "project_cone",
+    "project_cone_jacobian",
     "project_dual_cone",
     "project_pyramid_box",
     "de_saxce",
@@ -221,6 +222,42 @@ def project_cone(x: jax.Array, mu: jax.Array) -> jax.Array:
     on_surface = jnp.concatenate([(mu * alpha)[..., None] * unit_t, alpha[..., None]], axis=-1)
     out = jnp.where(inside[..., None], x, on_surface)
     return jnp.where(polar[..., None] & ~inside[..., None], jnp.zeros_like(x), out)
+
+
+def project_cone_jacobian(x: jax.Array, mu: jax.Array) -> jax.Array:
+    """Jacobian ``∂P/∂x`` of :func:`project_cone`, in closed form (the branch ``project_cone``
+    takes: identity inside the cone, zero in its polar, and on the surface, with ``u = x_T/‖x_T‖``,
+    ``α = (μ ‖x_T‖ + x_N)/(1 + μ²)``::
+
+        ∂P_T/∂x_T = μ (μ u uᵀ / (1 + μ²) + α (I − u uᵀ) / ‖x_T‖),   ∂P_T/∂x_N = μ u / (1 + μ²),
+        ∂P_N/∂x_T = μ uᵀ / (1 + μ²),                              ∂P_N/∂x_N = 1 / (1 + μ²).
+
+    Args:
+      x: ``(..., 3)`` vectors ``(t1, t2, n)``; mu: ``(...)`` friction coefficients ``≥ 0``.
+    Returns:
+      ``(..., 3, 3)``; equals ``jax.jacfwd(project_cone)`` (to rounding), without its three
+      tangent evaluations. NaN-free at ``x_T = 0`` (that point is never on the surface branch).
+    """
+    xt = x[..., :2]
+    xn = x[..., 2]
+    t = safe_norm(xt)
+    inside = (t <= mu * xn) & (xn >= 0)
+    polar = (mu * t <= -xn) & ~inside
+    scale = 1.0 / (1.0 + mu * mu)
+    alpha = (mu * t + xn) * scale
+    t_safe = jnp.where(t > 0, t, 1.0)
+    u = xt / t_safe[..., None]
+    uu = u[..., :, None] * u[..., None, :]
+    eye2 = jnp.eye(2, dtype=x.dtype)
+    tt = (mu[..., None, None] * (mu * scale)[..., None, None] * uu
+          + (mu * alpha / t_safe)[..., None, None] * (eye2 - uu))
+    tn = (mu * scale)[..., None] * u
+    top = jnp.concatenate([tt, tn[..., :, None]], axis=-1)  # (..., 2, 3)
+    bottom = jnp.concatenate([tn, scale[..., None]], axis=-1)[..., None, :]  # (..., 1, 3)
+    surface = jnp.concatenate([top, bottom], axis=-2)
+    eye3 = jnp.broadcast_to(jnp.eye(3, dtype=x.dtype), surface.shape)
+    out = jnp.where(inside[..., None, None], eye3, surface)
+    return jnp.where(polar[..., None, None], jnp.zeros_like(out), out)
 
 
 def project_dual_cone(x: jax.Array, mu: jax.Array) -> jax.Array:

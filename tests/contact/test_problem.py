@@ -91,6 +91,24 @@ def test_cone_projection_properties():
     assert np.all(np.isfinite(grad))
 
 
+def test_cone_projection_jacobian_equals_forward_mode_autodiff():
+    """The closed-form Jacobian PrimalNewton's Hessian uses equals ``jax.jacfwd`` of the
+    projection on all three branches (inside, polar, surface), across scales, for μ = 0 and at
+    the apex and the axis, where ``x_T = 0``."""
+    from jaxsim_contact.contact.problem import project_cone_jacobian
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(3000, 3)) * rng.choice([1e-3, 1.0, 1e3], size=(3000, 1))
+    x[:6] = [[0, 0, 1], [0, 0, -1], [0, 0, 0], [0.3, 0.4, 0.5], [3, 4, 1], [0, 0, 2]]
+    mu = rng.choice([0.0, 0.3, 1.0, 2.0], size=3000)
+    x, mu = jnp.asarray(x), jnp.asarray(mu)
+    branches = (C.project_cone(x, mu) == x).all(axis=1), (C.project_cone(x, mu) == 0).all(axis=1)
+    assert 0 < int(jnp.sum(branches[0])) < 3000 and 0 < int(jnp.sum(branches[1])) < 3000
+    jac = project_cone_jacobian(x, mu)
+    assert np.all(np.isfinite(jac))
+    np.testing.assert_allclose(jac, jax.vmap(jax.jacfwd(C.project_cone))(x, mu), rtol=0, atol=1e-14)
+
+
 def test_frictionless_rows_cannot_pull():
     """μ = 0 with a zero tangential part (every joint-limit row): ``‖x_T‖ ≤ μ x_N`` reads
     ``0 ≤ −0`` for a negative normal component, which the projection used to keep — a pulling
