@@ -225,7 +225,8 @@ def project_cone(x: jax.Array, mu: jax.Array) -> jax.Array:
 
 
 def project_cone_jacobian(x: jax.Array, mu: jax.Array) -> jax.Array:
-    """Jacobian ``∂P/∂x`` of :func:`project_cone`, in closed form (the branch ``project_cone``
+    """Jacobian ``∂P/∂x`` of :func:`project_cone` (seed 001 eq. 10; the generalised Hessian of
+    seed 001 Alg. 4 line 3 is built from it), in closed form (the branch ``project_cone``
     takes: identity inside the cone, zero in its polar, and on the surface, with ``u = x_T/‖x_T‖``,
     ``α = (μ ‖x_T‖ + x_N)/(1 + μ²)``::
 
