@@ -300,13 +300,13 @@ def main(argv=None):
     except ImportError:
         have_mjx = False
         print("MJX columns skipped: mujoco-mjx is not installed (pip install -e '.[bench]')")
+    ours_opts, ours_label = ours_options(args.solver, args.compliance, args.tangential_compliance,
+                                         args.limit_compliance)
     meta = dict(date=time.strftime("%Y-%m-%d %H:%M"), machine=platform.machine(), cpus=os.cpu_count(),
                 jax=jax.__version__, mujoco=mujoco.__version__, steps=args.steps, repeats=args.repeats,
                 cores_used=len(os.sched_getaffinity(0)), solver=args.solver, compliance=args.compliance,
                 tangential_compliance=args.tangential_compliance,
-                limit_compliance=args.limit_compliance,
-                ours=ours_options(args.solver, args.compliance, args.tangential_compliance,
-                                  args.limit_compliance)[1],
+                limit_compliance=args.limit_compliance, ours=ours_label,
                 loadavg_start=[round(x, 2) for x in os.getloadavg()])
     rows = []
     if args.chunk < 0:
@@ -333,9 +333,7 @@ def main(argv=None):
                     row[engine] = dict(error=f"skipped: {too_slow[engine]:.1f} s per call at a smaller batch")
                     continue
                 try:
-                    options = ours_options(args.solver, args.compliance, args.tangential_compliance,
-                                          args.limit_compliance)[0]
-                    extra = dict(options=options) if engine == "ours" else {}
+                    extra = dict(options=ours_opts) if engine == "ours" else {}
                     row[engine] = fn(mj, q0, batch, args.steps, args.repeats, args.chunk, **extra)
                     # the next batch's call, extrapolated linearly (pessimistic: batching is
                     # sublinear); extrapolating to the largest batch skipped whole scenes

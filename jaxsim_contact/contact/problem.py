@@ -210,18 +210,25 @@ def project_cone(x: jax.Array, mu: jax.Array) -> jax.Array:
     Returns:
       ``(..., 3)`` projections. NaN-free (safe norms) for every input including ``x = 0``, ``μ = 0``.
     """
+    xt, xn, t, inside, polar = _cone_branches(x, mu)
+    alpha = (mu * t + xn) / (1.0 + mu * mu)
+    unit_t = xt / jnp.where(t > 0, t, 1.0)[..., None]
+    on_surface = jnp.concatenate([(mu * alpha)[..., None] * unit_t, alpha[..., None]], axis=-1)
+    out = jnp.where(inside[..., None], x, on_surface)
+    return jnp.where(polar[..., None], jnp.zeros_like(x), out)
+
+
+def _cone_branches(x, mu):
+    """``(x_T, x_N, ‖x_T‖, inside, polar)`` of :func:`project_cone`: which of its three branches
+    (identity, zero, surface) each ``x`` takes; ``polar`` excludes ``inside``."""
     xt = x[..., :2]
     xn = x[..., 2]
     t = safe_norm(xt)
     # `xn >= 0`: with μ = 0 and x_T = 0 (a joint-limit row, a frictionless contact) `t <= μ xn`
     # reads 0 <= −0 and would keep a negative normal component (a pulling limit).
     inside = (t <= mu * xn) & (xn >= 0)
-    polar = mu * t <= -xn
-    alpha = (mu * t + xn) / (1.0 + mu * mu)
-    unit_t = xt / jnp.where(t > 0, t, 1.0)[..., None]
-    on_surface = jnp.concatenate([(mu * alpha)[..., None] * unit_t, alpha[..., None]], axis=-1)
-    out = jnp.where(inside[..., None], x, on_surface)
-    return jnp.where(polar[..., None] & ~inside[..., None], jnp.zeros_like(x), out)
+    polar = (mu * t <= -xn) & ~inside
+    return xt, xn, t, inside, polar
 
 
 def project_cone_jacobian(x: jax.Array, mu: jax.Array) -> jax.Array:
@@ -239,11 +246,7 @@ def project_cone_jacobian(x: jax.Array, mu: jax.Array) -> jax.Array:
       ``(..., 3, 3)``; equals ``jax.jacfwd(project_cone)`` (to rounding), without its three
       tangent evaluations. NaN-free at ``x_T = 0`` (that point is never on the surface branch).
     """
-    xt = x[..., :2]
-    xn = x[..., 2]
-    t = safe_norm(xt)
-    inside = (t <= mu * xn) & (xn >= 0)
-    polar = (mu * t <= -xn) & ~inside
+    xt, xn, t, inside, polar = _cone_branches(x, mu)
     scale = 1.0 / (1.0 + mu * mu)
     alpha = (mu * t + xn) * scale
     t_safe = jnp.where(t > 0, t, 1.0)
