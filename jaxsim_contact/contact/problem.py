@@ -70,7 +70,9 @@ class ContactProblem(eqx.Module):
       delassus_factor: ``None`` or a ``(3n, k)`` factor ``B`` with ``G = B Bᵀ`` (for a multibody,
         ``B = J L⁻ᵀ`` with ``L Lᵀ = M``, so ``k = nv``). Optional extra information: solvers that
         can exploit a low rank ``k < 3n`` (ADMM's Cholesky variant, through the Woodbury
-        identity) use it; the others, the criteria and the implicit derivatives use ``G``.
+        identity) use it, as do the criteria (``G λ = B (Bᵀ λ)``, see :meth:`delassus_matvec`)
+        and :class:`~jaxsim_contact.contact.PrimalNewton`, so a Newton step never forms ``G``;
+        the other solvers and the implicit derivatives use ``G``.
 
     All fields are dynamic arrays. When the values are concrete (not traced), construction raises
     ``ValueError`` naming the offending value for mismatched shapes, a non-finite or non-symmetric
@@ -187,10 +189,31 @@ class ContactProblem(eqx.Module):
         """``(3n, 3n)`` matrix ``G + diag(R)`` used by every solver and criterion."""
         return self.delassus + jnp.diag(self.compliance)
 
+    def delassus_matvec(self, x: jax.Array) -> jax.Array:
+        """``(3n,)`` product ``G x`` for ``x`` ``(3n,)``; ``B (Bᵀ x)`` when the problem carries a
+        factor (``2·3n·k`` instead of ``(3n)²`` multiply-adds, and ``G`` need not exist).
+
+        Exact on the rows of active contacts. On a sanitised problem (identity blocks for
+        inactive contacts, zero rows of ``B``) the inactive rows read 0 instead of ``x``: every
+        criterion masks those rows and every solver's force vanishes there.
+        """
+        if self.delassus_factor is None:
+            return self.delassus @ x
+        return self.delassus_factor @ (self.delassus_factor.T @ x)
+
     def is_finite(self) -> jax.Array:
-        """Scalar bool: every entry of ``G``, ``g``, ``μ`` and ``R`` is finite (traceable)."""
+        """Scalar bool: every entry of ``G``, ``g``, ``μ`` and ``R`` is finite (traceable).
+
+        With a factor ``B`` this is checked on ``B``'s squared row norms ``‖b_i‖²``: all finite
+        implies every ``|G_ij| = |b_i · b_j| ≤ ‖b_i‖ ‖b_j‖`` is, without forming ``G``.
+        """
+        if self.delassus_factor is not None:
+            B = self.delassus_factor
+            matrix_finite = jnp.all(jnp.isfinite(jnp.sum(B * B, axis=1)))
+        else:
+            matrix_finite = jnp.all(jnp.isfinite(self.delassus))
         return (
-            jnp.all(jnp.isfinite(self.delassus))
+            matrix_finite
             & jnp.all(jnp.isfinite(self.free_velocity))
             & jnp.all(jnp.isfinite(self.friction))
             & jnp.all(jnp.isfinite(self.compliance))
@@ -314,7 +337,8 @@ def contact_velocity(problem: ContactProblem, force: jax.Array) -> jax.Array:
     """
     n = problem.num_contacts
     lam = force.reshape(3 * n)
-    return (problem.compliant_delassus @ lam + problem.free_velocity).reshape(n, 3)
+    return (problem.delassus_matvec(lam) + problem.compliance * lam
+            + problem.free_velocity).reshape(n, 3)
 
 
 def contact_residuals(

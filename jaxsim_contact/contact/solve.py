@@ -128,8 +128,11 @@ def sanitize_problem(problem: ContactProblem) -> tuple[ContactProblem, jax.Array
     g = jnp.where(finite, g, 0.0)
     R = jnp.where(finite, R, 0.0)
     mu = jnp.where(finite, mu, 0.0)
+    # a non-finite problem has no active contact (its safe G is the identity, B is zero)
+    active = problem.active & finite
     safe = eqx.tree_at(
-        lambda p: (p.delassus, p.free_velocity, p.compliance, p.friction), problem, (G, g, R, mu)
+        lambda p: (p.delassus, p.free_velocity, p.compliance, p.friction, p.active), problem,
+        (G, g, R, mu, active)
     )
     if problem.delassus_factor is not None:
         # G_safe = B_s B_sᵀ + diag(1 − rows): inactive rows of B vanish, and the identity blocks
@@ -329,9 +332,16 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
     res = contact_residuals(safe, force, solver.residual_formulation)
     res = Residuals(*(jnp.max(x, initial=0.0) for x in res))
     n = problem.num_contacts
-    G = jnp.where(finite, problem.delassus, 0.0)
+    # G (or its factor) is masked before use, not the product: a NaN entry times the zero force
+    # would leak into the value and, through reverse mode, into the gradients
+    lam = force.reshape(3 * n)
+    if problem.delassus_factor is None:
+        G_lam = jnp.where(finite, problem.delassus, 0.0) @ lam
+    else:
+        B = jnp.where(finite, problem.delassus_factor, 0.0)
+        G_lam = B @ (B.T @ lam)
     g = jnp.where(finite, problem.free_velocity, 0.0)
-    velocity = (G @ force.reshape(3 * n) + g).reshape(n, 3)
+    velocity = (G_lam + g).reshape(n, 3)
     return ContactSolution(
         force=force,
         velocity=velocity,

@@ -184,7 +184,8 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
                            opts.limit_compliance.astype(dtype))
     # Joint-limit slots have zero tangent rows; μ = 0 pins their tangent force to 0 anyway, and a
     # unit-scale diagonal there keeps G + R non-singular (ADMM's (G + R + ρI)⁻¹ stays bounded).
-    block_diag = jnp.diagonal(G).reshape(nslots, 3)
+    # diag(WᵀW) from W itself: a solver that never reads G (PrimalNewton) then never forms it
+    block_diag = jnp.sum(W * W, axis=0).reshape(nslots, 3)
     normal_diag = block_diag[:, 2]
     # A contact whose normal Delassus entry vanishes next to its own block (the bodies cannot move
     # relative to each other along the normal: a hinge axis along the normal, two geoms of one

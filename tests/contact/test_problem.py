@@ -167,3 +167,57 @@ def test_traced_nonfinite_problem_gives_zero_force(solver):
     assert np.all(np.asarray(sol.force) == 0.0)
     assert np.all(np.isfinite(np.asarray(sol.velocity)))
     assert bool(f(np.asarray(p.delassus)).iterations > 0)
+
+
+def test_delassus_matvec_and_finiteness_use_the_factor():
+    """With a factor ``G = B Bᵀ`` the product ``G x`` is ``B (Bᵀ x)`` (exact, and on a sanitised
+    problem exact on the active rows, inactive rows 0); finiteness is read from ``B``; the contact
+    velocity and the residuals are those of ``G``."""
+    rng = np.random.default_rng(11)
+    n, k = 5, 7
+    B = rng.normal(size=(3 * n, k))
+    G = B @ B.T
+    g = rng.normal(size=3 * n)
+    active = np.array([True, False, True, True, False])
+    with_factor = C.ContactProblem(G, g, np.full(n, 0.5), compliance=1e-2, active=active,
+                                   delassus_factor=B)
+    plain = C.ContactProblem(G, g, np.full(n, 0.5), compliance=1e-2, active=active)
+    x = rng.normal(size=3 * n)
+    np.testing.assert_allclose(with_factor.delassus_matvec(x), G @ x, rtol=1e-12, atol=1e-12)
+    force = rng.normal(size=(n, 3))
+    np.testing.assert_allclose(C.contact_velocity(with_factor, force),
+                               C.contact_velocity(plain, force), rtol=1e-12, atol=1e-12)
+    for a, b in zip(C.contact_residuals(with_factor, force), C.contact_residuals(plain, force)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    safe, finite = C.sanitize_problem(with_factor)
+    rows = np.repeat(active, 3)
+    G_safe = np.asarray(safe.delassus)
+    np.testing.assert_allclose(np.asarray(safe.delassus_matvec(x))[rows], (G_safe @ x)[rows],
+                               rtol=1e-12, atol=1e-12)
+    assert np.all(np.asarray(safe.delassus_matvec(x))[~rows] == 0.0) and bool(finite)
+    # traced (no host check): a non-finite factor entry makes the problem non-finite
+    bad = B.copy()
+    bad[4, 2] = np.inf
+    flag = jax.jit(lambda b: C.ContactProblem(G, g, np.full(n, 0.5), delassus_factor=b).is_finite())
+    assert bool(flag(B)) and not bool(flag(bad))
+
+
+@pytest.mark.parametrize("solver", [C.PrimalNewton(max_iterations=5),
+                                    C.ADMM("ncp", max_iterations=20, factorization="cholesky")])
+def test_traced_nonfinite_factor_gives_zero_force(solver):
+    """A NaN in the Delassus factor (G itself finite: the factor is all a Newton step reads) gives
+    ``converged=False``, zero force and a finite contact velocity."""
+    rng = np.random.default_rng(12)
+    n, k = 3, 4
+    B = rng.normal(size=(3 * n, k))
+    g = rng.normal(size=3 * n)
+    G = B @ B.T
+    f = jax.jit(lambda b: C.solve(C.ContactProblem(G, g, np.full(n, 0.5), compliance=1e-2,
+                                                   delassus_factor=b), solver))
+    bad = B.copy()
+    bad[2, 1] = np.nan
+    sol = f(bad)
+    assert not bool(sol.converged)
+    assert np.all(np.asarray(sol.force) == 0.0)
+    assert np.all(np.isfinite(np.asarray(sol.velocity)))
+    assert bool(f(B).iterations > 0) and np.any(np.asarray(f(B).force) != 0.0)

@@ -285,3 +285,51 @@ def test_primal_newton_stops_at_its_round_off_limit_on_rigid_stacks():
     ground = np.asarray(rule.force)[:, :4, 2].sum(axis=1)
     weights = np.array([4.0, 1111.0, 1003.0]) * 9.81 * 1e-3
     np.testing.assert_allclose(ground, weights, rtol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["compliant", "rigid-stack"])
+def test_primal_newton_line_search_finds_the_minimiser_along_the_line(case):
+    """The exact line search (safeguarded 1-D Newton on ``φ'``) returns the minimiser of
+    ``φ(α) = ℓ(v + α Δv)`` along Newton directions and along plain descent directions (−∇ℓ,
+    where ``α`` is far from 1): ``ℓ`` decreases as much as at a 200-halving bisection on
+    ``jax.grad(φ)``, to 1e-9 of the decrease, and ``α`` agrees with it to 1e-4 relative. The rigid
+    stacks put every compliance at the 1e-9 floor (curvatures spanning ~1e9)."""
+    if case == "compliant":
+        problems = [jax.tree_util.tree_map(lambda x: x[i], compliant_batch(7, None)) for i in range(BATCH)]
+    else:
+        problems = [B.box_stack(m).problem(1e-3, units="impulse")
+                    for m in ([1.0, 1.0, 1.0, 1.0], [1.0, 10.0, 100.0, 1000.0])]
+    solver = C.PrimalNewton()
+
+    @jax.jit
+    def line(safe, state, v, dv):
+        phi = lambda a: solver._objective(safe, state, v + a * dv)  # noqa: E731
+        slope = jax.grad(phi)
+        hi = jax.lax.while_loop(lambda h: slope(h) < 0, lambda h: 2.0 * h, 1.0)
+
+        def halve(_, bracket):
+            lo, hi = bracket
+            mid = 0.5 * (lo + hi)
+            return jnp.where(slope(mid) < 0, mid, lo), jnp.where(slope(mid) < 0, hi, mid)
+
+        lo, hi = jax.lax.fori_loop(0, 200, halve, (0.0, hi))
+        reference = 0.5 * (lo + hi)
+        alpha = solver._line_search(safe, state, v, dv)
+        return alpha, reference, phi(0.0) - phi(reference), phi(alpha) - phi(reference)
+
+    rng = np.random.default_rng(5)
+    checked = 0
+    for problem in problems:
+        safe, _ = C.sanitize_problem(problem)
+        state = solver.init(safe, jnp.zeros((problem.num_contacts, 3)), 0.0)
+        for _ in range(3):  # along the first Newton iterates, perturbed
+            v = state.v + 0.1 * rng.normal(size=state.v.shape)
+            state = solver._at(safe, state, v)
+            newton_dir = solver.step(safe, state).v - v  # α* Δv
+            for dv in (newton_dir, -state.gradient):
+                alpha, reference, decrease, excess = map(float, line(safe, state, v, dv))
+                assert abs(alpha - reference) <= 1e-4 * reference, (alpha, reference)
+                assert decrease > 0 and excess <= 1e-9 * decrease, (decrease, excess)
+                checked += 1
+            state = solver.step(safe, state)
+    assert checked == 6 * len(problems)
