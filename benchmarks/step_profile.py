@@ -10,9 +10,10 @@ resting / standing configuration are active), then times, at that state, jitted 
   group (``narrow plane-box`` ...), marked ``closed`` (registered closed form) or ``GJK/EPA``;
 * ``contact stage`` — narrow phase + contact Jacobians + Delassus ``J M̃⁻¹ Jᵀ`` + problem + solve;
 * ``solve``         — the contact solve alone, on the problem of that state (captured from one
-  eager call of the contact stage), with the default solver and warm start as in ``step``;
+  eager call of the contact stage), with the step's solver (``--solver``, default ADMM-NCP) and
+  warm start as in ``step``;
 * ``solve, k it``   — the same solve forced to exactly ``k`` iterations (tolerance 0), giving the
-  cost per ADMM iteration ``(t(k2) − t(k1)) / (k2 − k1)`` and the setup (factorisation, κ, ρ₀,
+  cost per solver iteration ``(t(k2) − t(k1)) / (k2 − k1)`` and the setup (factorisation, κ, ρ₀,
   criterion) ``t(k1) − k1 · per-iteration``;
 * ``contact stage, solve stubbed`` — the same with the solve replaced by zero forces, so
   ``problem build = stubbed stage − narrow`` (selection, Jacobians, Delassus, warm start, update).
@@ -23,6 +24,7 @@ one warm-up call, in µs per call (not per environment). A jitted identity on th
 per-call dispatch overhead that every row contains.
 
     PYTHONPATH=. taskset -c 0 python benchmarks/step_profile.py [--scenes tower go2 panda]
+        [--solver newton --compliance 1e-3 --tangential-compliance 1e-3 --limit-compliance 1e-3]
 
 Writes ``benchmarks/results/step_profile.json`` and ``step_profile.md``.
 """
@@ -45,7 +47,7 @@ import numpy as np  # noqa: E402
 jax.config.update("jax_enable_x64", True)  # a script, not the library
 
 import jaxsim_contact as jc  # noqa: E402
-from jaxsim_contact.contact import ADMM, solve  # noqa: E402
+from jaxsim_contact.contact import PrimalNewton, solve  # noqa: E402
 from jaxsim_contact.dynamics.kinematics import forward_kinematics  # noqa: E402
 from jaxsim_contact.dynamics.step import smooth_dynamics  # noqa: E402
 from jaxsim_contact.pipeline import constraints as constraints_module  # noqa: E402
@@ -92,11 +94,15 @@ def _capture_problem(model, state):
 
 
 def _stub_solve(problem, solver, warm_start=None, gradient="implicit"):
-    """Zero forces that still depend on every problem array (so XLA keeps building them)."""
+    """Zero forces that still depend on every problem array the solver reads (so XLA keeps
+    building them): ``PrimalNewton`` with a Delassus factor reads the factor, not ``G``."""
     from jaxsim_contact.contact.solve import ContactSolution
 
     n = problem.num_contacts
-    dep = 0.0 * (jnp.sum(problem.delassus) + jnp.sum(problem.free_velocity) + jnp.sum(warm_start))
+    dep = 0.0 * (jnp.sum(problem.free_velocity) + jnp.sum(warm_start))
+    factor_only = isinstance(solver, PrimalNewton) and problem.delassus_factor is not None
+    if not factor_only:
+        dep = dep + 0.0 * jnp.sum(problem.delassus)
     if problem.delassus_factor is not None:
         dep = dep + 0.0 * jnp.sum(problem.delassus_factor)
     zero = jnp.zeros((), problem.delassus.dtype) + dep
@@ -105,12 +111,22 @@ def _stub_solve(problem, solver, warm_start=None, gradient="implicit"):
                            criterion=zero, primal=zero, dual=zero, complementarity=zero, rho=zero)
 
 
-def _forced(solver: ADMM, iterations: int) -> ADMM:
+def _forced(solver, iterations: int):
+    """``solver`` forced to exactly ``iterations`` iterations (tolerance 0; PrimalNewton's
+    round-off stop off too)."""
+    if isinstance(solver, PrimalNewton):
+        return PrimalNewton(max_iterations=iterations, tolerance=0.0,
+                            min_compliance=solver.min_compliance, line_search=solver.line_search,
+                            line_search_steps=solver.line_search_steps, armijo=solver.armijo,
+                            backtracking=solver.backtracking, round_off_margin=0.0,
+                            line_search_tolerance=solver.line_search_tolerance)
     return solver.replace(max_iterations=iterations, tolerance=0.0)
 
 
-def profile_scene(name, mj, q0, batches, settle: int, repeats: int, k1: int, k2: int):
+def profile_scene(name, mj, q0, batches, settle: int, repeats: int, k1: int, k2: int, options=None):
     model = jc.io.from_mjmodel(mj)
+    if options:
+        model = model.replace_options(**options)
     state = jc.init(model, q=jnp.asarray(q0))
     ctrl = jnp.zeros((model.nu,))
     settle_fn = jax.jit(lambda s: jax.lax.scan(lambda c, _: (jc.step(model, c, ctrl), None), s, None,
@@ -198,7 +214,7 @@ def markdown(meta, results) -> str:
              f"median of {meta['repeats']} calls; load average {meta['loadavg_start']} → "
              f"{meta['loadavg_end']}. µs per call (batch copies of one state under vmap), each "
              "row includes the dispatch overhead of its first row. The state is the scene after "
-             f"{meta['settle']} steps.", ""]
+             f"{meta['settle']} steps. Solver: {meta.get('solver', 'ADMM-NCP (default options)')}.", ""]
     for res in results:
         lines += [f"## {res['scene']} (nv {res['nv']}, {res['slots']} constraint slots, "
                   f"{res['active']} active)", "",
@@ -211,10 +227,10 @@ def markdown(meta, results) -> str:
         for key in res["rows"][0]["times_us"]:
             lines.append(f"| {key} | " + " | ".join(f"{r['times_us'][key]:,.0f}" for r in res["rows"]) + " |")
         for key, label in [("problem_build_us", "problem build = stubbed contact stage − narrow"),
-                           ("per_iteration_us", "ADMM: cost per iteration"),
-                           ("solve_setup_us", "ADMM: setup (init, first factorisation, criterion)"),
-                           ("iterations", "ADMM: iterations at this state"),
-                           ("criterion", "ADMM: final criterion")]:
+                           ("per_iteration_us", "solver: cost per iteration"),
+                           ("solve_setup_us", "solver: setup (init, first factorisation, criterion)"),
+                           ("iterations", "solver: iterations at this state"),
+                           ("criterion", "solver: final criterion")]:
             fmt = (lambda x: f"{x:.1e}") if key == "criterion" else (lambda x: f"{x:,.0f}")
             lines.append(f"| {label} | " + " | ".join(fmt(r[key]) for r in res["rows"]) + " |")
         lines.append("")
@@ -229,17 +245,26 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--iterations", type=int, nargs=2, default=[10, 50],
                         help="forced iteration counts k1 k2 for the per-iteration cost")
+    parser.add_argument("--solver", choices=("admm", "newton"), default="admm",
+                        help="as benchmarks/step.py: the default ADMM-NCP or PrimalNewton-CCP")
+    parser.add_argument("--compliance", type=float, default=0.0)
+    parser.add_argument("--tangential-compliance", type=float, default=0.0)
+    parser.add_argument("--limit-compliance", type=float, default=0.0)
     parser.add_argument("--out", default="step_profile")
     args = parser.parse_args(argv)
+    if args.solver == "newton" and args.compliance <= 0:
+        parser.error("--solver newton needs --compliance > 0")
+    options, label = step_bench.ours_options(args.solver, args.compliance, args.tangential_compliance,
+                                             args.limit_compliance)
     meta = dict(command="python benchmarks/step_profile.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                 date=time.strftime("%Y-%m-%d %H:%M"), jax=jax.__version__, repeats=args.repeats,
-                settle=args.settle, loadavg_start=[round(x, 2) for x in os.getloadavg()])
+                settle=args.settle, solver=label, loadavg_start=[round(x, 2) for x in os.getloadavg()])
     all_scenes = step_bench.scenes()
     results = []
     for name in args.scenes:
         mj, q0 = all_scenes[name]
         results.append(profile_scene(name, mj, q0, args.batches, args.settle, args.repeats,
-                                     *args.iterations))
+                                     *args.iterations, options=options))
         meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         out = HERE / "results"
         (out / f"{args.out}.json").write_text(json.dumps(dict(meta=meta, results=results), indent=1))
