@@ -18,6 +18,8 @@ import jax
 import jax.numpy as jnp
 
 __all__ = [
+    "argmax_first",
+    "argmin_first",
     "safe_norm",
     "safe_normalize",
     "quat_mul",
@@ -29,6 +31,31 @@ __all__ = [
     "quat_normalize",
     "Transform",
 ]
+
+
+def argmax_first(x: jax.Array, axis: int = -1) -> jax.Array:
+    """``jnp.argmax(x, axis)`` (the first maximal entry, int32) as two plain reductions.
+
+    XLA:CPU lowers ``argmax`` to a variadic (value, index) reduction that it does not vectorise:
+    on ``(32, 19, 320)`` float64 (the Go2's hull vertices per environment) it costs 884 µs where
+    ``max`` then the smallest index attaining it costs 198 µs (one core). Equal to ``jnp.argmax``
+    for every input without NaN; where a slice holds a NaN (it has no maximum) the result is an
+    index of that slice, not necessarily the NaN's.
+    """
+    n = x.shape[axis]
+    top = jnp.max(x, axis=axis, keepdims=True)
+    index = jax.lax.broadcasted_iota(jnp.int32, x.shape, axis % x.ndim)
+    first = jnp.min(jnp.where(x == top, index, n), axis=axis)
+    return jnp.minimum(first, n - 1)
+
+
+def argmin_first(x: jax.Array, axis: int = -1) -> jax.Array:
+    """``jnp.argmin(x, axis)`` as two plain reductions; see :func:`argmax_first`."""
+    n = x.shape[axis]
+    bottom = jnp.min(x, axis=axis, keepdims=True)
+    index = jax.lax.broadcasted_iota(jnp.int32, x.shape, axis % x.ndim)
+    first = jnp.min(jnp.where(x == bottom, index, n), axis=axis)
+    return jnp.minimum(first, n - 1)
 
 
 def safe_norm(x: jax.Array, axis: int = -1, keepdims: bool = False) -> jax.Array:

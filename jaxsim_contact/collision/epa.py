@@ -20,7 +20,7 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from ..math import safe_norm, safe_normalize
+from ..math import argmin_first, safe_norm, safe_normalize
 
 __all__ = ["EPAResult", "run_epa"]
 
@@ -182,7 +182,7 @@ def _grow_region(seed: jax.Array, allowed: jax.Array, adjacency: jax.Array) -> j
 
 def _closest_face(poly: _Polytope):
     candidates = poly.active & poly.selectable
-    return jnp.argmin(jnp.where(candidates, poly.distances, jnp.inf))
+    return argmin_first(jnp.where(candidates, poly.distances, jnp.inf))
 
 
 def run_epa(
@@ -313,7 +313,7 @@ def run_epa(
     near = poly.distances <= poly.distances[best_any] + slack
     preferred = candidates & contains & near
     best = jnp.where(
-        jnp.any(preferred), jnp.argmin(jnp.where(preferred, poly.distances, jnp.inf)), best_any
+        jnp.any(preferred), argmin_first(jnp.where(preferred, poly.distances, jnp.inf)), best_any
     )
     # No face with an area: D is a point or a segment. Its depth is 0 and any direction
     # perpendicular to its span is a valid normal.

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..math import argmax_first
 from ..types import GeomType
 from .shapes import Shape
 
@@ -56,7 +57,7 @@ class ConvexMesh(Shape):
         return self.vertices.shape[-2]
 
     def support_core(self, direction):
-        index = jnp.argmax(self.vertices @ direction, axis=-1)
+        index = argmax_first(self.vertices @ direction)
         return self.vertices[index]
 
     def bounding_radius(self):

@@ -20,7 +20,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..math import safe_normalize
+from ..math import argmax_first, argmin_first, safe_normalize
 
 __all__ = ["Manifold", "reduce_to_four", "tangent_frame", "make_manifold"]
 
@@ -82,15 +82,15 @@ def reduce_to_four(points: jax.Array, depth: jax.Array, mask: jax.Array, normal:
     dtype = points.dtype
     big = jnp.asarray(jnp.finfo(dtype).max / 4, dtype)
     any_valid = jnp.any(mask)
-    first = jnp.argmin(jnp.where(mask, depth, big))
+    first = argmin_first(jnp.where(mask, depth, big))
     p1 = points[first]
     dist2 = jnp.sum((points - p1) ** 2, axis=-1)
-    second = jnp.argmax(jnp.where(mask, dist2, -1.0))
+    second = argmax_first(jnp.where(mask, dist2, -1.0))
     p2 = points[second]
     second_ok = any_valid & (dist2[second] > tolerance**2)
     area = jnp.cross(p2 - p1, points - p1) @ normal  # twice the signed triangle area
-    third = jnp.argmax(jnp.where(mask, area, -big))
-    fourth = jnp.argmin(jnp.where(mask, area, big))
+    third = argmax_first(jnp.where(mask, area, -big))
+    fourth = argmin_first(jnp.where(mask, area, big))
     length = jnp.sqrt(jnp.maximum(dist2[second], 0.0))
     # a point off the line 1-2 by more than the tolerance
     third_ok = second_ok & (area[third] > tolerance * length)
