@@ -39,7 +39,12 @@ class SmoothDynamics(eqx.Module):
 
     Attributes:
       mass_matrix: ``(nv, nv)`` ``M(q)``, armature included.
-      cholesky: ``(nv, nv)`` lower Cholesky factor of ``M + dt·diag(damping)``.
+      cholesky: ``(nv, nv)`` lower Cholesky factor ``L`` of ``M + dt·diag(damping)``.
+      cholesky_inverse: ``(nv, nv)`` ``L⁻¹`` (lower triangular). Every solve of the step is a
+        product with it: XLA:CPU expands a batched triangular solve into a slow loop, so one solve
+        with ``nv`` right-hand sides and matrix products beat a solve with the contact rows'
+        ``3n`` right-hand sides (batch 32, one core: ``nv`` 18 / ``3n`` 204 1,130 → 180 µs,
+        27 / 87 442 → 250 µs, 60 / 132 3,320 → 1,458 µs; equal to 3e-16).
       smooth_force: ``(nv,)`` passive + actuator - bias generalised forces.
       free_velocity: ``(nv,)`` velocity after one step without constraints, ``v_f``.
       kinematics: forward kinematics at ``q`` (reused by the contact stage).
@@ -48,6 +53,7 @@ class SmoothDynamics(eqx.Module):
 
     mass_matrix: jax.Array
     cholesky: jax.Array
+    cholesky_inverse: jax.Array
     smooth_force: jax.Array
     free_velocity: jax.Array
     kinematics: Kinematics
@@ -75,9 +81,11 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
     force = passive_forces(model, q, v) + actuator_forces(model, q, v, ctrl) - bias
     damping = model.dof_damping.astype(q.dtype)
     chol = jnp.linalg.cholesky(mass + dt * jnp.diag(damping))
-    acc = jsl.cho_solve((chol, True), force)
-    return SmoothDynamics(mass_matrix=mass, cholesky=chol, smooth_force=force, free_velocity=v + dt * acc,
-                          kinematics=kin, motion_axes=axes)
+    chol_inv = jsl.solve_triangular(chol, jnp.eye(model.nv, dtype=chol.dtype), lower=True)
+    acc = chol_inv.T @ (chol_inv @ force)  # (M + dt D)⁻¹ f = L⁻ᵀ L⁻¹ f
+    return SmoothDynamics(mass_matrix=mass, cholesky=chol, cholesky_inverse=chol_inv,
+                          smooth_force=force, free_velocity=v + dt * acc, kinematics=kin,
+                          motion_axes=axes)
 
 
 def _within_limit(x: jax.Array, limit: jax.Array) -> jax.Array:

@@ -7,7 +7,7 @@ contact-free step (seed 001 eq. 2, with MuJoCo's implicit joint damping):
    (``lax.top_k``; more active candidates than slots sets the overflow flag); the limited joints
    follow as unilateral slots (seed 001 §II treats them like any unilateral constraint);
 2. Jacobian ``J`` ``(3n, nv)`` in the slot frames, Delassus ``G = J M̃⁻¹ Jᵀ = Wᵀ W`` with
-   ``W = L⁻¹ Jᵀ`` from one triangular solve with ``L`` (seed 004 §II-C), ``c^f = J v_f`` and
+   ``W = L⁻¹ Jᵀ`` (a product with the step's ``L⁻¹``, seed 004 §II-C), ``c^f = J v_f`` and
    ``c^t = J v^t``; when ``nv < 3n`` the problem also carries ``B = Wᵀ`` (``G = B Bᵀ``, rank
    ``≤ nv``), which ADMM's Cholesky variant uses to factorise ``nv × nv`` instead of ``3n × 3n``;
 3. reference normal velocity (seed 001 §II, after eq. 9):
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import jax.scipy.linalg as jsl
 import numpy as np
 
 from ..contact import ContactProblem, solve
@@ -159,8 +158,9 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     J = jac.reshape(3 * nslots, model.nv)
     with jax.named_scope("delassus"):
         # with W = L⁻¹ Jᵀ (nv, 3n): G = Wᵀ W, and M̃⁻¹ Jᵀ λ = L⁻ᵀ (W λ) after the solve — one
-        # vector solve instead of the (nv, 3n) matrix M̃⁻¹ Jᵀ (~half the problem build on the tower)
-        W = jsl.solve_triangular(smooth.cholesky, J.T, lower=True)
+        # matrix-vector product instead of the (nv, 3n) matrix M̃⁻¹ Jᵀ; L⁻¹ comes with the smooth
+        # dynamics (products, not XLA:CPU's slow batched triangular solves with 3n right-hand sides)
+        W = smooth.cholesky_inverse @ J.T
         G = W.T @ W
         G = 0.5 * (G + G.T)
     # G has rank ≤ nv: when nv < 3n the ADMM (Cholesky) solver factorises an nv × nv matrix
@@ -205,8 +205,7 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     with jax.named_scope("contact_solve"):
         solution = solve(problem, opts.solver, warm_start=warm, gradient=opts.contact_gradient)
     force = solution.force
-    impulse_velocity = jsl.solve_triangular(smooth.cholesky, W @ force.reshape(3 * nslots), lower=True,
-                                            trans="T")
+    impulse_velocity = smooth.cholesky_inverse.T @ (W @ force.reshape(3 * nslots))
     v_next = smooth.free_velocity + dt * impulse_velocity
 
     any_active = jnp.any(active)

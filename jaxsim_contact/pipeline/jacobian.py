@@ -72,6 +72,8 @@ def limit_rows(model: Model, q: jax.Array, joints: tuple[int, ...]):
     lower = to_lower <= to_upper
     distance = jnp.where(lower, to_lower, to_upper)
     sign = jnp.where(lower, 1.0, -1.0).astype(dtype)
-    rows = jnp.zeros((len(joints), 3, tree.nv), dtype)
-    rows = rows.at[jnp.arange(len(joints)), 2, jnp.asarray(dof)].set(sign)
+    # a select on a static one-hot pattern, not a scatter (XLA:CPU scatters are slow under vmap)
+    pattern = np.zeros((len(joints), 3, tree.nv), dtype=bool)
+    pattern[np.arange(len(joints)), 2, dof] = True
+    rows = jnp.where(pattern, sign[:, None, None], jnp.zeros((), dtype))
     return distance, rows, sign
