@@ -317,19 +317,22 @@ def test_primal_newton_line_search_finds_the_minimiser_along_the_line(case):
         alpha = solver._line_search(safe, state, v, dv)
         return alpha, reference, phi(0.0) - phi(reference), phi(alpha) - phi(reference)
 
+    init = jax.jit(lambda p, w: solver.init(p, w, 0.0))
+    move = jax.jit(lambda p, s, v: solver._at(p, s, v))
+    step = jax.jit(lambda p, s: solver.step(p, s))
     rng = np.random.default_rng(5)
     checked = 0
     for problem in problems:
-        safe, _ = C.sanitize_problem(problem)
-        state = solver.init(safe, jnp.zeros((problem.num_contacts, 3)), 0.0)
+        safe, _ = jax.jit(C.sanitize_problem)(problem)
+        state = init(safe, jnp.zeros((problem.num_contacts, 3)))
         for _ in range(3):  # along the first Newton iterates, perturbed
             v = state.v + 0.1 * rng.normal(size=state.v.shape)
-            state = solver._at(safe, state, v)
-            newton_dir = solver.step(safe, state).v - v  # α* Δv
+            state = move(safe, state, v)
+            newton_dir = step(safe, state).v - v  # α* Δv
             for dv in (newton_dir, -state.gradient):
                 alpha, reference, decrease, excess = map(float, line(safe, state, v, dv))
                 assert abs(alpha - reference) <= 1e-4 * reference, (alpha, reference)
                 assert decrease > 0 and excess <= 1e-9 * decrease, (decrease, excess)
                 checked += 1
-            state = solver.step(safe, state)
+            state = step(safe, state)
     assert checked == 6 * len(problems)
