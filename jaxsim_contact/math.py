@@ -42,20 +42,19 @@ def argmax_first(x: jax.Array, axis: int = -1) -> jax.Array:
     for every input without NaN; where a slice holds a NaN (it has no maximum) the result is an
     index of that slice, not necessarily the NaN's.
     """
-    n = x.shape[axis]
-    top = jnp.max(x, axis=axis, keepdims=True)
-    index = jax.lax.broadcasted_iota(jnp.int32, x.shape, axis % x.ndim)
-    first = jnp.min(jnp.where(x == top, index, n), axis=axis)
-    return jnp.minimum(first, n - 1)
+    return _first_index_of(x, jnp.max(x, axis=axis, keepdims=True), axis)
 
 
 def argmin_first(x: jax.Array, axis: int = -1) -> jax.Array:
     """``jnp.argmin(x, axis)`` as two plain reductions; see :func:`argmax_first`."""
+    return _first_index_of(x, jnp.min(x, axis=axis, keepdims=True), axis)
+
+
+def _first_index_of(x, extreme, axis):
     n = x.shape[axis]
-    bottom = jnp.min(x, axis=axis, keepdims=True)
     index = jax.lax.broadcasted_iota(jnp.int32, x.shape, axis % x.ndim)
-    first = jnp.min(jnp.where(x == bottom, index, n), axis=axis)
-    return jnp.minimum(first, n - 1)
+    first = jnp.min(jnp.where(x == extreme, index, n), axis=axis)
+    return jnp.minimum(first, n - 1)  # a NaN slice matches nowhere: keep the index in range
 
 
 def safe_norm(x: jax.Array, axis: int = -1, keepdims: bool = False) -> jax.Array:
