@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsim_contact.math import argmax_first, argmin_first
+from jaxsim_contact.math import argmax_first, argmax_packed, argmin_first, argmin_packed
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -37,3 +37,54 @@ def test_argmax_first_stays_in_range_on_nan():
     for fn in (argmax_first, argmin_first):
         got = np.asarray(fn(x))
         assert np.all((got >= 0) & (got < 3))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_packed_argmax_and_argmin_pick_an_extremum_to_the_last_mantissa_bits(dtype):
+    """``argmax_packed`` / ``argmin_packed`` (one float reduction, the index in the low mantissa
+    bits): on values whose extremum is unique beyond ``2^b`` ulps they equal ``jnp.argmax`` /
+    ``jnp.argmin``; on exact ties (integers, zeros of both signs, subnormals, ±inf, the ±max/4
+    masks) they return the first of the tied entries, as ``jnp`` does — subnormals count as
+    equal to the smallest normal, so a slice of zeros and subnormals gives index 0 — on every
+    axis, under ``jit`` and ``vmap``. Wherever they differ from ``jnp`` the picked value is
+    within ``2^(b+1)`` ulps of the extremum."""
+    rng = np.random.default_rng(1)
+    info = np.finfo(dtype)
+    specials = np.asarray([0.0, -0.0, info.tiny / 8, -info.tiny / 8, np.inf, -np.inf, info.max / 4,
+                           -info.max / 4], dtype)
+
+    def clamped(v):  # what the keys see: subnormals as the smallest normal, infinities as max
+        return np.clip(np.where(np.abs(v) < info.tiny, info.tiny, v), -info.max, info.max)
+
+    for trial, shape in enumerate([(3, 384, 4), (3, 384, 4), (5, 7, 9), (5, 7, 9)]):
+        if trial % 2:
+            x = rng.integers(0, 4, size=shape).astype(dtype)  # ties everywhere
+            special = rng.random(shape) < 0.2
+            x[special] = rng.choice(specials, size=int(np.sum(special)))
+        else:
+            x = (rng.normal(size=shape) * 10.0 ** rng.integers(-30, 30)).astype(dtype)
+        for axis in (0, 1, 2, -1):
+            for ours, theirs in ((argmax_packed, jnp.argmax), (argmin_packed, jnp.argmin)):
+                got = np.asarray(jax.jit(ours, static_argnums=1)(jnp.asarray(x), axis))
+                want = np.asarray(theirs(jnp.asarray(clamped(x)), axis=axis))
+                assert got.dtype == np.int32
+                picked = clamped(np.take_along_axis(x, np.expand_dims(got, axis), axis))
+                best = clamped(np.take_along_axis(x, np.expand_dims(want, axis), axis))
+                bits = max(x.shape[axis] - 1, 1).bit_length()
+                with np.errstate(over="ignore"):
+                    ulps = np.abs(picked - best) / np.spacing(np.abs(best))
+                assert np.all(ulps <= 2.0 ** (bits + 1)), (trial, axis, ours.__name__)
+                if trial % 2:  # exact ties: the first one, as jnp on the clamped values
+                    np.testing.assert_array_equal(got, want)
+    x = jnp.asarray(rng.normal(size=(40, 300)), jnp.float64)
+    np.testing.assert_array_equal(jax.vmap(argmax_packed)(x), jnp.argmax(x, axis=-1))
+    np.testing.assert_array_equal(jax.vmap(argmin_packed)(x), jnp.argmin(x, axis=-1))
+
+
+def test_packed_argmax_is_in_range_on_nan_and_rejects_too_long_axes():
+    x = jnp.asarray([[1.0, np.nan, 3.0], [np.nan, np.nan, np.nan]])
+    for fn in (argmax_packed, argmin_packed):
+        got = np.asarray(fn(x))
+        assert np.all((got >= 0) & (got < 3))
+    with pytest.raises(ValueError, match="too long"):
+        argmax_packed(jnp.zeros((1 << 12,), jnp.float32))

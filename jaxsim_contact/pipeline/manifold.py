@@ -20,7 +20,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..math import argmax_first, argmin_first, safe_normalize
+from ..math import argmax_packed, argmin_packed, safe_normalize
 
 __all__ = ["Manifold", "reduce_to_four", "tangent_frame", "make_manifold"]
 
@@ -67,7 +67,7 @@ def tangent_frame(normal: jax.Array) -> jax.Array:
 
 
 def reduce_to_four(points: jax.Array, depth: jax.Array, mask: jax.Array, normal: jax.Array,
-                   tolerance: jax.Array) -> tuple[jax.Array, jax.Array]:
+                   tolerance: jax.Array, first: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
     """Choose ≤ 4 spread-out candidates (see module docstring).
 
     Args:
@@ -76,21 +76,29 @@ def reduce_to_four(points: jax.Array, depth: jax.Array, mask: jax.Array, normal:
       mask: ``(N,)`` bool, usable candidates.
       normal: ``(3,)`` contact normal (areas are measured in the plane orthogonal to it).
       tolerance: length (m) under which two points count as the same point.
+      first: optional scalar index of the deepest usable candidate (the smallest index among
+        equals), when the caller has it already; saves one pass over the candidates.
     Returns:
       ``(index (4,) int32, valid (4,) bool)``; invalid slots point at candidate 0.
     """
     dtype = points.dtype
     big = jnp.asarray(jnp.finfo(dtype).max / 4, dtype)
     any_valid = jnp.any(mask)
-    first = argmin_first(jnp.where(mask, depth, big))
+    if first is None:
+        first = argmin_packed(jnp.where(mask, depth, big))
     p1 = points[first]
-    dist2 = jnp.sum((points - p1) ** 2, axis=-1)
-    second = argmax_first(jnp.where(mask, dist2, -1.0))
+    # Component by component, not as sums over a size-3 axis: XLA:CPU lowers those reductions and
+    # the cross product's operand to slow programs (1.8x the whole selection on the Go2's hulls).
+    offset = [points[:, i] - p1[i] for i in range(3)]
+    dist2 = offset[0] * offset[0] + offset[1] * offset[1] + offset[2] * offset[2]
+    second = argmax_packed(jnp.where(mask, dist2, -1.0))
     p2 = points[second]
     second_ok = any_valid & (dist2[second] > tolerance**2)
-    area = jnp.cross(p2 - p1, points - p1) @ normal  # twice the signed triangle area
-    third = argmax_first(jnp.where(mask, area, -big))
-    fourth = argmin_first(jnp.where(mask, area, big))
+    # twice the signed triangle area: cross(p2 - p1, p - p1) . n = (p - p1) . (n x (p2 - p1))
+    side = jnp.cross(normal, p2 - p1)
+    area = offset[0] * side[0] + offset[1] * side[1] + offset[2] * side[2]
+    third = argmax_packed(jnp.where(mask, area, -big))
+    fourth = argmin_packed(jnp.where(mask, area, big))
     length = jnp.sqrt(jnp.maximum(dist2[second], 0.0))
     # a point off the line 1-2 by more than the tolerance
     third_ok = second_ok & (area[third] > tolerance * length)

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..math import safe_norm, safe_normalize
+from ..math import argmin_packed, safe_norm, safe_normalize
 from .geoms import GeomData
 from .manifold import Manifold, make_manifold, reduce_to_four
 
@@ -117,11 +117,13 @@ def plane_mesh(a: GeomData, b: GeomData, margin) -> Manifold:
     mid_mesh = b.vertices - 0.5 * height[:, None] * normal_mesh
     big = jnp.asarray(jnp.finfo(height.dtype).max / 4, height.dtype)
     height = jnp.where(b.vertex_mask, height, big)
-    deepest = jnp.min(height)
+    first = argmin_packed(height)
+    deepest = height[first]
     size = jnp.max(safe_norm(b.vertices - b.vertices[0]))
-    # vertices that touch (within the margin, or within rounding of the deepest one)
+    # vertices that touch (within the margin, or within rounding of the deepest one); the deepest
+    # vertex is one of them whenever any is
     near = b.vertex_mask & (height <= jnp.maximum(margin, deepest + point_tolerance(size)))
-    index, valid = reduce_to_four(mid_mesh, height, near, normal_mesh, point_tolerance(size))
+    index, valid = reduce_to_four(mid_mesh, height, near, normal_mesh, point_tolerance(size), first)
     return make_manifold(height[index], b.pos + mid_mesh[index] @ b.rot.T, normal, valid)
 
 
