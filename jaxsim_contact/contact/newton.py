@@ -195,9 +195,11 @@ class PrimalNewton(ContactSolver):
         grad = state.gradient  # at v, from _at (init or the previous step)
         jac = project_cone_jacobian(x, mu_s)  # (n, 3, 3)
         w = jac / d[:, :, None] / d[:, None, :]
-        # Aᵀ blockdiag(w) A without forming the block-diagonal matrix
-        AW = jnp.einsum("irc,irs->cis", A.reshape(-1, 3, k), w).reshape(k, m)
-        H = jnp.eye(k, dtype=A.dtype) + AW @ A
+        # Aᵀ blockdiag(w) A without forming the block-diagonal matrix: blockdiag(w) A column by
+        # column of w (an einsum here made XLA:CPU transpose an (n, 3, k) array every iteration)
+        A3 = A.reshape(-1, 3, k)
+        WA = sum(w[:, :, c, None] * A3[:, None, c, :] for c in range(3))
+        H = jnp.eye(k, dtype=A.dtype) + A.T @ WA.reshape(m, k)
         L = jnp.linalg.cholesky(H)
         dv = -jax.scipy.linalg.cho_solve((L, True), grad)
         dv = jnp.where(jnp.all(jnp.isfinite(dv)), dv, -grad)

@@ -233,25 +233,28 @@ def project_cone(x: jax.Array, mu: jax.Array) -> jax.Array:
     Returns:
       ``(..., 3)`` projections. NaN-free (safe norms) for every input including ``x = 0``, ``μ = 0``.
     """
-    xt, xn, t, inside, polar = _cone_branches(x, mu)
+    x1, x2, xn, t, inside, polar = _cone_branches(x, mu)
     alpha = (mu * t + xn) / (1.0 + mu * mu)
-    unit_t = xt / jnp.where(t > 0, t, 1.0)[..., None]
-    on_surface = jnp.concatenate([(mu * alpha)[..., None] * unit_t, alpha[..., None]], axis=-1)
-    out = jnp.where(inside[..., None], x, on_surface)
-    return jnp.where(polar[..., None], jnp.zeros_like(x), out)
+    t_safe = jnp.where(t > 0, t, 1.0)
+    # each component on its own: XLA:CPU makes slow programs of size-2/3 axes (docs/sharp_bits.md)
+    out = [jnp.where(polar, 0.0, jnp.where(inside, xi, si))
+           for xi, si in ((x1, mu * alpha * (x1 / t_safe)), (x2, mu * alpha * (x2 / t_safe)), (xn, alpha))]
+    return jnp.stack(out, axis=-1).astype(x.dtype)
 
 
 def _cone_branches(x, mu):
-    """``(x_T, x_N, ‖x_T‖, inside, polar)`` of :func:`project_cone`: which of its three branches
-    (identity, zero, surface) each ``x`` takes; ``polar`` excludes ``inside``."""
-    xt = x[..., :2]
-    xn = x[..., 2]
-    t = safe_norm(xt)
+    """``(x_t1, x_t2, x_N, ‖x_T‖, inside, polar)`` of :func:`project_cone`: which of its three
+    branches (identity, zero, surface) each ``x`` takes; ``polar`` excludes ``inside``."""
+    x1, x2, xn = x[..., 0], x[..., 1], x[..., 2]
+    square = x1 * x1 + x2 * x2
+    is_zero = square == 0
+    # safe_norm's double where, written out: finite value and derivatives at x_T = 0
+    t = jnp.where(is_zero, 0.0, jnp.sqrt(jnp.where(is_zero, 1.0, square)))
     # `xn >= 0`: with μ = 0 and x_T = 0 (a joint-limit row, a frictionless contact) `t <= μ xn`
     # reads 0 <= −0 and would keep a negative normal component (a pulling limit).
     inside = (t <= mu * xn) & (xn >= 0)
     polar = (mu * t <= -xn) & ~inside
-    return xt, xn, t, inside, polar
+    return x1, x2, xn, t, inside, polar
 
 
 def project_cone_jacobian(x: jax.Array, mu: jax.Array) -> jax.Array:
@@ -269,22 +272,20 @@ def project_cone_jacobian(x: jax.Array, mu: jax.Array) -> jax.Array:
       ``(..., 3, 3)``; equals ``jax.jacfwd(project_cone)`` (to rounding), without its three
       tangent evaluations. NaN-free at ``x_T = 0`` (that point is never on the surface branch).
     """
-    xt, xn, t, inside, polar = _cone_branches(x, mu)
+    x1, x2, xn, t, inside, polar = _cone_branches(x, mu)
     scale = 1.0 / (1.0 + mu * mu)
     alpha = (mu * t + xn) * scale
     t_safe = jnp.where(t > 0, t, 1.0)
-    u = xt / t_safe[..., None]
-    uu = u[..., :, None] * u[..., None, :]
-    eye2 = jnp.eye(2, dtype=x.dtype)
-    tt = (mu[..., None, None] * (mu * scale)[..., None, None] * uu
-          + (mu * alpha / t_safe)[..., None, None] * (eye2 - uu))
-    tn = (mu * scale)[..., None] * u
-    top = jnp.concatenate([tt, tn[..., :, None]], axis=-1)  # (..., 2, 3)
-    bottom = jnp.concatenate([tn, scale[..., None]], axis=-1)[..., None, :]  # (..., 1, 3)
-    surface = jnp.concatenate([top, bottom], axis=-2)
-    eye3 = jnp.broadcast_to(jnp.eye(3, dtype=x.dtype), surface.shape)
-    out = jnp.where(inside[..., None, None], eye3, surface)
-    return jnp.where(polar[..., None, None], jnp.zeros_like(out), out)
+    u1, u2 = x1 / t_safe, x2 / t_safe
+    along = mu * (mu * scale)  # μ² u uᵀ / (1 + μ²) + μ α (I − u uᵀ) / ‖x_T‖, entry by entry
+    across = mu * alpha / t_safe
+    tn = mu * scale
+    surface = [[along * u1 * u1 + across * (1.0 - u1 * u1), (along - across) * u1 * u2, tn * u1],
+               [(along - across) * u2 * u1, along * u2 * u2 + across * (1.0 - u2 * u2), tn * u2],
+               [tn * u1, tn * u2, scale]]
+    rows = [jnp.stack([jnp.where(polar, 0.0, jnp.where(inside, float(i == j), surface[i][j]))
+                       for j in range(3)], axis=-1) for i in range(3)]
+    return jnp.stack(rows, axis=-2).astype(x.dtype)
 
 
 def project_dual_cone(x: jax.Array, mu: jax.Array) -> jax.Array:
