@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..math import argmax_first
+from ..math import argmax_packed
 from ..types import GeomType
 from .shapes import Shape
 
@@ -57,8 +57,11 @@ class ConvexMesh(Shape):
         return self.vertices.shape[-2]
 
     def support_core(self, direction):
-        index = argmax_first(self.vertices @ direction)
-        return self.vertices[index]
+        # coordinate by coordinate and one packed reduction: XLA:CPU is slow at products over a
+        # size-3 axis and at a second index pass (docs/sharp_bits.md)
+        v = self.vertices
+        height = v[..., 0] * direction[0] + v[..., 1] * direction[1] + v[..., 2] * direction[2]
+        return v[argmax_packed(height)]
 
     def bounding_radius(self):
         return jnp.max(jnp.linalg.norm(self.vertices - self.center_local, axis=-1), axis=-1)
