@@ -39,10 +39,15 @@ def point_jacobian(model: Model, axes: jax.Array, body: jax.Array, point: jax.Ar
 def contact_jacobians(model: Model, axes, body_a, body_b, point, frame) -> jax.Array:
     """``(nc, 3, nv)`` contact Jacobians in the contact frames (rows t1, t2, n)."""
 
-    def one(a, b, p, f):
-        return f @ (point_jacobian(model, axes, b, p) - point_jacobian(model, axes, a, p))
-
-    return jax.vmap(one)(body_a, body_b, point, frame)
+    # Row r of F applied to a dof's point velocity: F_r · (v_O + ω × p) = (p × F_r) · ω + F_r · v_O,
+    # so all rows of all contacts are ONE (3 nc, 6) @ (6, nv) product with the shared motion axes,
+    # masked by which body each dof moves (b's minus a's). Per-contact (nv, 3) velocity fields and
+    # 3 × 3 products took 1.4-1.9x as long on XLA:CPU (40 contacts, nv 27, batch 256 / 32).
+    moves = jnp.asarray(model.tree.dof_moves_body, dtype=axes.dtype)  # (nbody, nv)
+    relative = moves[body_b] - moves[body_a]  # (nc, nv)
+    lever = jnp.cross(point[:, None, :], frame)  # (nc, 3, 3): p × F_r
+    coefficients = jnp.concatenate([lever, frame], axis=-1)  # (nc, 3, 6), like axes' [ω; v_O]
+    return jnp.einsum("crk,dk->crd", coefficients, axes) * relative[:, None, :]
 
 
 def limited_joints(model: Model) -> tuple[int, ...]:
