@@ -81,10 +81,10 @@ def _packed_extreme(x, axis, largest: bool):
     axis = axis % x.ndim
     n = x.shape[axis]
     bits = max(n - 1, 1).bit_length()
-    if bits > jnp.finfo(dtype).nmant // 2:
+    info = jnp.finfo(dtype)
+    if bits > info.nmant // 2:
         raise ValueError(f"argmax_packed/argmin_packed: axis of length {n} is too long for {dtype}")
     low = jnp.asarray((1 << bits) - 1, int_type)
-    info = jnp.finfo(dtype)
     # keep every key a normal, finite number: the index bits survive the reduction
     magnitude = jnp.clip(jnp.abs(x), info.tiny, info.max)
     x = jnp.where(x < 0, -magnitude, magnitude)

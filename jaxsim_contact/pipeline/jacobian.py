@@ -20,25 +20,17 @@ import numpy as np
 from ..model import Model
 from ..types import JointType
 
-__all__ = ["point_jacobian", "contact_jacobians", "limited_joints", "limit_rows"]
-
-
-def point_jacobian(model: Model, axes: jax.Array, body: jax.Array, point: jax.Array) -> jax.Array:
-    """``(3, nv)`` Jacobian of the world velocity of the point of ``body`` at world ``point``.
-
-    Args:
-      axes: ``(nv, 6)`` world motion axes ``[ω; v_O]`` (:func:`~jaxsim_contact.dynamics.motion_axes`).
-      body: scalar int body index (0, the world, gives zeros).
-      point: ``(3,)`` world point (m).
-    """
-    moves = jnp.asarray(model.tree.dof_moves_body, dtype=axes.dtype)[body]  # (nv,)
-    velocity = axes[:, 3:] + jnp.cross(axes[:, :3], point)  # (nv, 3)
-    return (moves[:, None] * velocity).T
+__all__ = ["contact_jacobians", "limited_joints", "limit_rows"]
 
 
 def contact_jacobians(model: Model, axes, body_a, body_b, point, frame) -> jax.Array:
-    """``(nc, 3, nv)`` contact Jacobians in the contact frames (rows t1, t2, n)."""
+    """``(nc, 3, nv)`` contact Jacobians in the contact frames (rows t1, t2, n).
 
+    Args:
+      axes: ``(nv, 6)`` world motion axes ``[ω; v_O]`` (:func:`~jaxsim_contact.dynamics.motion_axes`).
+      body_a, body_b: ``(nc,)`` int body indices (0, the world, moves with no dof).
+      point: ``(nc, 3)`` world contact points (m); frame: ``(nc, 3, 3)`` rows ``(t1, t2, n)``.
+    """
     # Row r of F applied to a dof's point velocity: F_r · (v_O + ω × p) = (p × F_r) · ω + F_r · v_O,
     # so all rows of all contacts are ONE (3 nc, 6) @ (6, nv) product with the shared motion axes,
     # masked by which body each dof moves (b's minus a's). Per-contact (nv, 3) velocity fields and
