@@ -52,6 +52,11 @@ with a fixed relative tolerance; this bound adapts it to the conditioning)::
 so the velocity error at the stop is at most twice that bound. The bound is ``ε·cond``-scaled, so
 on well-conditioned problems (compliance well above the floor) the tolerance fires first.
 
+Frictionless contacts (``ContactProblem.num_frictionless``, the joint limits of a multibody step)
+enter with their normal row only: the projection onto the ``μ = 0`` cone is ``(0, 0, max(x_n, 0))``
+whatever ``x_T`` is, so their tangent rows never reach ``λ``, ``ℓ``, ``∇ℓ`` or ``H`` (on the
+humanoid's 8 contact and 21 limit slots: 45 rows instead of 87).
+
 Compliance must be positive (the primal is "viable only when R is non-null"): rows with
 ``R < min_compliance × tr(G)/3n`` are raised to that floor. The per-contact tangential compliance is
 ``R_T = √(R_t1 R_t2)`` (Drake's model has ``R_t1 = R_t2``).
@@ -71,8 +76,10 @@ __all__ = ["PrimalNewton", "NewtonState"]
 
 class NewtonState(eqx.Module):
     """Iterate: ``v`` ``(k,)`` primal variable; ``force`` ``(n, 3)`` = ``λ(v)``; ``sqrt_delassus``
-    ``A`` ``(3n, k)`` with ``G = A Aᵀ`` (``k = 3n`` without a Delassus factor); ``compliance``
-    ``R̂`` ``(3n,)`` (floored, tangents merged); ``gradient`` ``∇ℓ(v) = v − Aᵀ λ(v)`` ``(k,)`` and
+    ``A`` ``(r, k)``, the rows of a factor of ``G = A Aᵀ`` (``k = 3n`` without a Delassus factor)
+    that can carry force: ``r = 3 n_c + n_f``, the frictionless contacts' normal rows only (see
+    :class:`~jaxsim_contact.contact.ContactProblem`'s ``num_frictionless``); ``compliance`` ``R̂``
+    ``(r,)`` (floored, tangents merged); ``gradient`` ``∇ℓ(v) = v − Aᵀ λ(v)`` ``(k,)`` and
     ``gradient_round_off`` the scalar bound of its evaluation error (module docstring)."""
 
     v: jax.Array
@@ -131,38 +138,80 @@ class PrimalNewton(ContactSolver):
         self.min_compliance = jnp.asarray(min_compliance)
         self.formulation = "ccp"
 
-    # -- primal objective ----------------------------------------------------------------------
+    # -- rows ----------------------------------------------------------------------------------
+    # The iteration works on "rows": the three rows (t1, t2, n) of each of the n_c = n − n_f
+    # contacts with friction, then only the normal row of each of the n_f frictionless ones
+    # (ContactProblem.num_frictionless, the joint limits of a multibody step). The projection onto
+    # the μ = 0 cone is (0, 0, max(x_n, 0)) whatever x_T is, so their tangent rows never reach λ,
+    # ℓ, ∇ℓ or H: dropping them changes no value and saves their share of every product with A.
 
     @staticmethod
-    def _scaled(problem, state, v):
-        R = state.compliance.reshape(-1, 3)
-        d = jnp.sqrt(R)
-        c = (state.sqrt_delassus @ v + problem.free_velocity).reshape(-1, 3)
-        x = -c / d  # D y = −D⁻¹ (A v + g)
-        mu_s = problem.friction * jnp.sqrt(R[:, 0] / R[:, 2])
-        return x, d, mu_s
+    def _reduce_rows(problem, x):
+        """``(3n, ...)`` → ``(3 n_c + n_f, ...)``: the normal row alone of each frictionless
+        contact."""
+        nf = problem.num_frictionless
+        if nf == 0:
+            return x
+        nc3 = 3 * (problem.num_contacts - nf)
+        tail = x[nc3:].reshape((nf, 3) + x.shape[1:])[:, 2]
+        return jnp.concatenate([x[:nc3], tail])
+
+    @staticmethod
+    def _full_force(problem, force_rows):
+        """Row forces ``(3 n_c + n_f,)`` → ``(n, 3)`` contact forces (zero frictionless tangents)."""
+        nf = problem.num_frictionless
+        nc3 = 3 * (problem.num_contacts - nf)
+        cone = force_rows[:nc3].reshape(-1, 3)
+        if nf == 0:
+            return cone
+        tail = force_rows[nc3:]
+        zero = jnp.zeros_like(tail)
+        return jnp.concatenate([cone, jnp.stack([zero, zero, tail], axis=1)])
+
+    @staticmethod
+    def _project(x, mu_s):
+        """Projection of the scaled rows ``x`` ``(3 n_c + n_f,)`` onto ``K' × R₊^{n_f}``."""
+        nc3 = 3 * mu_s.shape[0]
+        cone = project_cone(x[:nc3].reshape(-1, 3), mu_s).reshape(-1)
+        if nc3 == x.shape[0]:
+            return cone
+        return jnp.concatenate([cone, jnp.maximum(x[nc3:], 0.0)])
+
+    # -- primal objective ----------------------------------------------------------------------
+
+    def _scaled(self, problem, state, v):
+        """``x = D y = −D⁻¹ (A v + g)`` per row, ``d = √R`` per row and the R-metric friction
+        ``μ √(R_T / R_N)`` of the contacts with friction."""
+        d = jnp.sqrt(state.compliance)
+        c = state.sqrt_delassus @ v + self._reduce_rows(problem, problem.free_velocity)
+        nc = problem.num_contacts - problem.num_frictionless
+        R = state.compliance[:3 * nc].reshape(nc, 3)
+        mu_s = problem.friction[:nc] * jnp.sqrt(R[:, 0] / R[:, 2])
+        return -c / d, d, mu_s
 
     def _objective(self, problem, state, v):
         x, _, mu_s = self._scaled(problem, state, v)
-        p = project_cone(x, mu_s)
+        p = self._project(x, mu_s)
         return 0.5 * v @ v + 0.5 * jnp.sum(p * p)
-
-    def _force(self, problem, state, v):
-        x, d, mu_s = self._scaled(problem, state, v)
-        return project_cone(x, mu_s) / d
 
     def _at(self, problem, state, v):
         """``state`` moved to ``v``: force ``λ(v)``, ``∇ℓ(v)`` and its round-off bound."""
         A = state.sqrt_delassus
-        force = self._force(problem, state, v)
-        gradient = v - A.T @ force.reshape(-1)
-        d = jnp.sqrt(state.compliance).reshape(-1, 3)
+        x, d, mu_s = self._scaled(problem, state, v)
+        force_rows = self._project(x, mu_s) / d
+        gradient = v - A.T @ force_rows
         eps = jnp.finfo(v.dtype).eps
-        c_error = eps * (jnp.abs(A) @ jnp.abs(v) + jnp.abs(problem.free_velocity)).reshape(-1, 3)
-        force_error = jnp.linalg.norm(c_error / d, axis=1) / jnp.min(d, axis=1)  # (n,) per contact
-        rows = jnp.repeat(force_error, 3) + eps * jnp.abs(force.reshape(-1))
+        g = self._reduce_rows(problem, problem.free_velocity)
+        c_error = eps * (jnp.abs(A) @ jnp.abs(v) + jnp.abs(g)) / d
+        nc3 = 3 * mu_s.shape[0]
+        # per contact with friction: ‖D⁻¹ δc‖ / min √R over its rows; per frictionless row: |δc|/R
+        cone_d = d[:nc3].reshape(-1, 3)
+        cone_error = jnp.linalg.norm(c_error[:nc3].reshape(-1, 3), axis=1) / jnp.min(cone_d, axis=1)
+        force_error = jnp.concatenate([jnp.repeat(cone_error, 3), c_error[nc3:] / d[nc3:]])
+        rows = force_error + eps * jnp.abs(force_rows)
         return eqx.tree_at(lambda s: (s.v, s.force, s.gradient, s.gradient_round_off), state,
-                           (v, force, gradient, jnp.linalg.norm(jnp.abs(A).T @ rows)))
+                           (v, self._full_force(problem, force_rows), gradient,
+                            jnp.linalg.norm(jnp.abs(A).T @ rows)))
 
     # -- protocol ------------------------------------------------------------------------------
 
@@ -184,22 +233,30 @@ class PrimalNewton(ContactSolver):
         R = jnp.maximum(problem.compliance, floor).reshape(-1, 3)
         r_t = jnp.sqrt(R[:, 0] * R[:, 1])
         R = jnp.stack([r_t, r_t, R[:, 2]], axis=1).reshape(m)
-        v = A.T @ warm_force.reshape(m)
-        return self._at(problem, NewtonState(v, warm_force, A, R, jnp.zeros_like(v), jnp.zeros((), dtype)), v)
+        A, R = self._reduce_rows(problem, A), self._reduce_rows(problem, R)
+        # the warm start's tangent forces of frictionless contacts are outside their cone: dropped
+        v = A.T @ self._reduce_rows(problem, warm_force.reshape(m))
+        state = NewtonState(v, warm_force, A, R, jnp.zeros_like(v), jnp.zeros((), dtype))
+        return self._at(problem, state, v)
 
     def step(self, problem, state):
         A = state.sqrt_delassus
-        m, k = A.shape
+        rows, k = A.shape
         v = state.v
         x, d, mu_s = self._scaled(problem, state, v)
         grad = state.gradient  # at v, from _at (init or the previous step)
-        jac = project_cone_jacobian(x, mu_s)  # (n, 3, 3)
-        w = jac / d[:, :, None] / d[:, None, :]
+        nc = mu_s.shape[0]
+        jac = project_cone_jacobian(x[:3 * nc].reshape(nc, 3), mu_s)  # (n_c, 3, 3)
+        d3 = d[:3 * nc].reshape(nc, 3)
+        w = jac / d3[:, :, None] / d3[:, None, :]
         # Aᵀ blockdiag(w) A without forming the block-diagonal matrix: blockdiag(w) A column by
         # column of w (an einsum here made XLA:CPU transpose an (n, 3, k) array every iteration)
-        A3 = A.reshape(-1, 3, k)
-        WA = sum(w[:, :, c, None] * A3[:, None, c, :] for c in range(3))
-        H = jnp.eye(k, dtype=A.dtype) + A.T @ WA.reshape(m, k)
+        A3 = A[:3 * nc].reshape(nc, 3, k)
+        WA = sum(w[:, :, c, None] * A3[:, None, c, :] for c in range(3)).reshape(3 * nc, k)
+        if rows > 3 * nc:  # frictionless rows: ∂ max(x, 0) / R
+            tail = jnp.where(x[3 * nc:] > 0, 1.0 / state.compliance[3 * nc:], 0.0)
+            WA = jnp.concatenate([WA, tail[:, None] * A[3 * nc:]])
+        H = jnp.eye(k, dtype=A.dtype) + A.T @ WA
         L = jnp.linalg.cholesky(H)
         dv = -jax.scipy.linalg.cho_solve((L, True), grad)
         dv = jnp.where(jnp.all(jnp.isfinite(dv)), dv, -grad)
@@ -212,26 +269,23 @@ class PrimalNewton(ContactSolver):
     def _line_search(self, problem, state, v, dv):
         """Minimiser of ``φ(α) = ℓ(v + α Δv)`` over ``α ≥ 0`` (0 if ``Δv`` is not a descent
         direction): safeguarded Newton on ``φ'`` (see the module docstring)."""
-        R = state.compliance.reshape(-1, 3)
-        mu_s = problem.friction * jnp.sqrt(R[:, 0] / R[:, 2])
-        v, dv, R, mu_s, A, g = jax.lax.stop_gradient(
-            (v, dv, R, mu_s, state.sqrt_delassus, problem.free_velocity))
-        d = jnp.sqrt(R)
-        c0 = (A @ v + g).reshape(-1, 3)
-        s = (A @ dv).reshape(-1, 3) / d  # D y(v + α Δv) = −(c0 + α A Δv)/d moves along −s
+        x0, d, mu_s = self._scaled(problem, state, v)
+        v, dv, x0, d, mu_s, A = jax.lax.stop_gradient(
+            (v, dv, x0, d, mu_s, state.sqrt_delassus))
+        s = (A @ dv) / d  # D y(v + α Δv) = x0 − α D⁻¹ A Δv moves along −s
         v_dv, dv_dv = v @ dv, dv @ dv
 
         def slope_and_curvature(alpha):
             # φ' = (v + αΔv)·Δv − P·s and φ'' = ‖Δv‖² + sᵀ ∂P s: ½‖P_K(x)‖² has gradient P_K(x).
             # Also the scale of φ''s terms: |φ'| below a few ε of it is round-off, not a slope.
-            p, dp = jax.jvp(lambda x: project_cone(x, mu_s), (-(c0 / d + alpha * s),), (-s,))
+            p, dp = jax.jvp(lambda x: self._project(x, mu_s), (x0 - alpha * s,), (-s,))
             ps = jnp.sum(p * s)
             scale = jnp.abs(v_dv) + alpha * dv_dv + jnp.sum(jnp.abs(p * s))
             return v_dv + alpha * dv_dv - ps, dv_dv - jnp.sum(dp * s), scale
 
         dtype = v.dtype
         eps = jnp.finfo(dtype).eps
-        slope0 = v_dv - jnp.sum(project_cone(-c0 / d, mu_s) * s)
+        slope0 = v_dv - jnp.sum(self._project(x0, mu_s) * s)
         target = jnp.asarray(self.line_search_tolerance, dtype) * jnp.abs(slope0)
         inf = jnp.asarray(jnp.inf, dtype)
 

@@ -67,6 +67,10 @@ class ContactProblem(eqx.Module):
       compliance: ``None`` (rigid), a scalar, ``(n,)`` per contact (applied to the three rows of the
         contact) or ``(3n,)`` per row; values ``≥ 0``. Stored as ``(3n,)``.
       active: ``None`` (all active) or ``(n,)`` bool; inactive contacts behave as ``λ = 0``.
+      num_frictionless: static count ``n_f`` of trailing contacts that are frictionless unilateral
+        rows (joint limits): their ``friction`` is set to 0, so only their normal row can carry
+        force, and a solver may drop their tangent rows (:class:`~jaxsim_contact.contact.PrimalNewton`
+        does: ``3(n − n_f) + n_f`` rows instead of ``3n``). ``0 ≤ n_f ≤ n``; default 0.
       delassus_factor: ``None`` or a ``(3n, k)`` factor ``B`` with ``G = B Bᵀ`` (for a multibody,
         ``B = J L⁻ᵀ`` with ``L Lᵀ = M``, so ``k = nv``). Optional extra information: solvers that
         can exploit a low rank ``k < 3n`` (ADMM's Cholesky variant, through the Woodbury
@@ -74,9 +78,10 @@ class ContactProblem(eqx.Module):
         and :class:`~jaxsim_contact.contact.PrimalNewton`, so a Newton step never forms ``G``;
         the other solvers and the implicit derivatives use ``G``.
 
-    All fields are dynamic arrays. When the values are concrete (not traced), construction raises
-    ``ValueError`` naming the offending value for mismatched shapes, a non-finite or non-symmetric
-    Delassus matrix, non-finite free velocity, negative friction or negative compliance. In traced
+    All fields but ``num_frictionless`` are dynamic arrays. When the values are concrete (not
+    traced), construction raises ``ValueError`` naming the offending value for mismatched shapes,
+    a non-finite or non-symmetric Delassus matrix, non-finite free velocity, negative friction or
+    negative compliance (and, always, for ``num_frictionless`` out of range). In traced
     code no check is possible; :func:`jaxsim_contact.contact.solve` then returns
     ``converged=False`` and zero force for non-finite problems.
     """
@@ -87,9 +92,10 @@ class ContactProblem(eqx.Module):
     compliance: jax.Array
     active: jax.Array
     delassus_factor: jax.Array | None
+    num_frictionless: int = eqx.field(static=True)
 
     def __init__(self, delassus, free_velocity, friction, compliance=None, active=None,
-                 delassus_factor=None):
+                 delassus_factor=None, num_frictionless: int = 0):
         delassus = jnp.asarray(delassus)
         free_velocity = jnp.asarray(free_velocity)
         friction = jnp.asarray(friction)
@@ -108,6 +114,12 @@ class ContactProblem(eqx.Module):
             )
         if friction.shape != (n,):
             raise ValueError(f"friction must have shape ({n},) (one per contact), got {friction.shape}")
+        num_frictionless = int(num_frictionless)
+        if not 0 <= num_frictionless <= n:
+            raise ValueError(f"num_frictionless must be in [0, {n}] (the number of contacts), "
+                             f"got {num_frictionless}")
+        if num_frictionless:
+            friction = friction.at[n - num_frictionless:].set(0)
         if compliance is None:
             compliance = jnp.zeros((m,), dtype)
         else:
@@ -143,6 +155,7 @@ class ContactProblem(eqx.Module):
         self.compliance = compliance.astype(dtype)
         self.active = active
         self.delassus_factor = None if delassus_factor is None else delassus_factor.astype(dtype)
+        self.num_frictionless = num_frictionless
 
     @staticmethod
     def _validate_factor(G, B):

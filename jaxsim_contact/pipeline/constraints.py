@@ -6,9 +6,9 @@ contact-free step (seed 001 eq. 2, with MuJoCo's implicit joint damping):
 1. candidates from the narrow phase; the ``budget`` deepest active ones fill the contact slots
    (``lax.top_k``; more active candidates than slots sets the overflow flag); the limited joints
    follow as unilateral slots (seed 001 §II treats them like any unilateral constraint);
-2. Jacobian ``J`` ``(3n, nv)`` in the slot frames, Delassus ``G = J M̃⁻¹ Jᵀ = Wᵀ W`` with
-   ``W = L⁻¹ Jᵀ`` (a product with the step's ``L⁻¹``, seed 004 §II-C), ``c^f = J v_f`` and
-   ``c^t = J v^t``; when ``nv < 3n`` the problem also carries ``B = Wᵀ`` (``G = B Bᵀ``, rank
+2. Jacobian ``J`` ``(3n, nv)`` in the slot frames, Delassus ``G = J M̃⁻¹ Jᵀ = B Bᵀ`` with
+   ``B = J L⁻ᵀ`` (a product with the step's ``L⁻¹``, seed 004 §II-C), ``c^f = J v_f`` and
+   ``c^t = J v^t``; when ``nv < 3n`` the problem also carries ``B`` (``G = B Bᵀ``, rank
    ``≤ nv``), which ADMM's Cholesky variant uses to factorise ``nv × nv`` instead of ``3n × 3n``;
 3. reference normal velocity (seed 001 §II, after eq. 9):
    ``c*_N = −max(φ, 0)/Δt + min(β max(−φ, 0)/Δt, v_max)`` — a separated contact may close exactly
@@ -157,15 +157,17 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     # ---- contact problem (force units) ----------------------------------------------------------
     J = jac.reshape(3 * nslots, model.nv)
     with jax.named_scope("delassus"):
-        # with W = L⁻¹ Jᵀ (nv, 3n): G = Wᵀ W, and M̃⁻¹ Jᵀ λ = L⁻ᵀ (W λ) after the solve — one
+        # with B = J L⁻ᵀ (3n, nv): G = B Bᵀ, and M̃⁻¹ Jᵀ λ = L⁻ᵀ (Bᵀ λ) after the solve — one
         # matrix-vector product instead of the (nv, 3n) matrix M̃⁻¹ Jᵀ; L⁻¹ comes with the smooth
-        # dynamics (products, not XLA:CPU's slow batched triangular solves with 3n right-hand sides)
-        W = smooth.cholesky_inverse @ J.T
-        G = W.T @ W
+        # dynamics (products, not XLA:CPU's slow batched triangular solves with 3n right-hand
+        # sides). B is formed in its row layout: as the transpose of L⁻¹ Jᵀ, XLA:CPU copied the
+        # (3n, nv) array in transposed order wherever the solver masked or read it.
+        B = J @ smooth.cholesky_inverse.T
+        G = B @ B.T
         G = 0.5 * (G + G.T)
     # G has rank ≤ nv: when nv < 3n the ADMM (Cholesky) solver factorises an nv × nv matrix
     # instead of 3n × 3n (Woodbury identity, see jc.contact.ADMM)
-    factor = W.T if model.nv < 3 * nslots else None
+    factor = B if model.nv < 3 * nslots else None
     c_free = (J @ smooth.free_velocity).reshape(nslots, 3)
     c_now = (J @ v).reshape(nslots, 3)
     beta = opts.baumgarte.astype(dtype)
@@ -184,8 +186,8 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
                            opts.limit_compliance.astype(dtype))
     # Joint-limit slots have zero tangent rows; μ = 0 pins their tangent force to 0 anyway, and a
     # unit-scale diagonal there keeps G + R non-singular (ADMM's (G + R + ρI)⁻¹ stays bounded).
-    # diag(WᵀW) from W itself: a solver that never reads G (PrimalNewton) then never forms it
-    block_diag = jnp.sum(W * W, axis=0).reshape(nslots, 3)
+    # diag(B Bᵀ) from B itself: a solver that never reads G (PrimalNewton) then never forms it
+    block_diag = jnp.sum(B * B, axis=1).reshape(nslots, 3)
     normal_diag = block_diag[:, 2]
     # A contact whose normal Delassus entry vanishes next to its own block (the bodies cannot move
     # relative to each other along the normal: a hinge axis along the normal, two geoms of one
@@ -200,12 +202,12 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
                         jnp.maximum(normal_diag, jnp.finfo(dtype).tiny))
     compliance_rows = jnp.stack([tangent, tangent, compliance], -1)
     problem = ContactProblem(G, g, friction, compliance=compliance_rows.reshape(-1), active=active,
-                             delassus_factor=factor)
+                             delassus_factor=factor, num_frictionless=len(joints))
     warm = _warm_start(state.contact, key, active, frame)
     with jax.named_scope("contact_solve"):
         solution = solve(problem, opts.solver, warm_start=warm, gradient=opts.contact_gradient)
     force = solution.force
-    impulse_velocity = smooth.cholesky_inverse.T @ (W @ force.reshape(3 * nslots))
+    impulse_velocity = smooth.cholesky_inverse.T @ (force.reshape(3 * nslots) @ B)
     v_next = smooth.free_velocity + dt * impulse_velocity
 
     any_active = jnp.any(active)

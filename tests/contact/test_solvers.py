@@ -264,6 +264,49 @@ def test_primal_newton_with_a_delassus_factor_solves_the_same_problem():
     assert np.any(np.abs(np.asarray(low.force)[:, np.asarray(active)]) > 1e-3)
 
 
+def test_primal_newton_drops_the_tangent_rows_of_frictionless_contacts():
+    """``num_frictionless = n_f`` (joint limits in a multibody step) sets the last ``n_f``
+    friction coefficients to 0 and lets PrimalNewton iterate on ``3(n − n_f) + n_f`` rows: on
+    rank-deficient compliant problems (16 contacts, 24 dofs, two inactive, 5 frictionless whose
+    tangent rows of ``G`` are not zero), with and without a Delassus factor, the forces are those
+    of the full ``3n``-row iteration on the same problem with ``μ = 0`` there, the frictionless
+    tangent forces are exactly 0 and the CCP criterion on the full ``G`` holds."""
+    import equinox as eqx
+
+    n, nv, nf = 16, 24, 5
+    p = compliant_batch(n, nv)
+    active = jnp.asarray(np.arange(n) % 7 != 3)
+    factors = jnp.stack([_low_rank_factor(p.delassus[i], nv) for i in range(BATCH)])
+    p = eqx.tree_at(lambda q: q.active, p, jnp.broadcast_to(active, (BATCH, n)))
+    frictionless = np.arange(n) >= n - nf
+    zero_tail = eqx.tree_at(lambda q: q.friction, p, jnp.where(frictionless, 0.0, p.friction))
+    assert np.all(np.asarray(p.friction)[:, frictionless] > 0)  # the hint must zero them itself
+
+    def hinted(q, factor=None):
+        return C.ContactProblem(q.delassus, q.free_velocity, q.friction, q.compliance, q.active,
+                                delassus_factor=factor, num_frictionless=nf)
+
+    solver = C.PrimalNewton(max_iterations=200, tolerance=1e-8)
+    for factor in (None, factors):
+        reference_problem = zero_tail if factor is None else eqx.tree_at(
+            lambda q: q.delassus_factor, zero_tail, factor, is_leaf=lambda x: x is None)
+        problem = jax.vmap(hinted)(p) if factor is None else jax.vmap(hinted)(p, factor)
+        assert problem.num_frictionless == nf
+        np.testing.assert_array_equal(problem.friction, zero_tail.friction)
+        reference, reduced = run(solver, reference_problem), run(solver, problem)
+        crit = jax.vmap(lambda q, f: C.criterion(q, f, "ccp"))(zero_tail, reduced.force)
+        assert np.all(np.asarray(reduced.converged)) and np.all(np.asarray(crit) <= 1e-8), np.asarray(crit)
+        scale = 1 + np.abs(np.asarray(reference.force)).max()
+        np.testing.assert_allclose(reduced.force, reference.force, atol=1e-6 * scale)
+        assert np.all(np.asarray(reduced.force)[:, frictionless, :2] == 0.0)
+        assert np.any(np.asarray(reduced.force)[:, frictionless & np.asarray(active), 2] > 1e-3)
+        assert np.all(np.abs(np.asarray(reduced.iterations) - np.asarray(reference.iterations)) <= 1)
+    one = jax.tree_util.tree_map(lambda x: x[0], p)
+    for bad in (-1, n + 1):
+        with pytest.raises(ValueError, match="num_frictionless"):
+            C.ContactProblem(one.delassus, one.free_velocity, one.friction, num_frictionless=bad)
+
+
 def test_primal_newton_stops_at_its_round_off_limit_on_rigid_stacks():
     """Rigid box stacks (compliance 0, so every row at the 1e-9 relative floor): the CCP criterion
     of Newton's force stalls above a 1e-10 tolerance (round-off amplified by R⁻¹), so without the
