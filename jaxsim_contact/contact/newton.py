@@ -78,14 +78,19 @@ class NewtonState(eqx.Module):
     """Iterate: ``v`` ``(k,)`` primal variable; ``force`` ``(n, 3)`` = ``λ(v)``; ``sqrt_delassus``
     ``A`` ``(r, k)``, the rows of a factor of ``G = A Aᵀ`` (``k = 3n`` without a Delassus factor)
     that can carry force: ``r = 3 n_c + n_f``, the frictionless contacts' normal rows only (see
-    :class:`~jaxsim_contact.contact.ContactProblem`'s ``num_frictionless``); ``compliance`` ``R̂``
-    ``(r,)`` (floored, tangents merged); ``gradient`` ``∇ℓ(v) = v − Aᵀ λ(v)`` ``(k,)`` and
-    ``gradient_round_off`` the scalar bound of its evaluation error (module docstring)."""
+    :class:`~jaxsim_contact.contact.ContactProblem`'s ``num_frictionless``); ``offset`` ``g``
+    on those rows ``(r,)``; ``inverse_sqrt_compliance`` ``D⁻¹ = R̂^{-1/2}`` ``(r,)`` (``R̂``
+    floored, tangents merged); ``scaled_friction`` ``μ √(R_T / R_N)`` ``(n_c,)`` of the contacts
+    with friction; ``gradient`` ``∇ℓ(v) = v − Aᵀ λ(v)`` ``(k,)`` and ``gradient_round_off`` the
+    scalar bound of its evaluation error (module docstring). The step-invariant scalings are
+    computed once, in ``init``: a division or a square root costs several multiplications."""
 
     v: jax.Array
     force: jax.Array
     sqrt_delassus: jax.Array
-    compliance: jax.Array
+    offset: jax.Array
+    inverse_sqrt_compliance: jax.Array
+    scaled_friction: jax.Array
     gradient: jax.Array
     gradient_round_off: jax.Array
 
@@ -180,14 +185,10 @@ class PrimalNewton(ContactSolver):
     # -- primal objective ----------------------------------------------------------------------
 
     def _scaled(self, problem, state, v):
-        """``x = D y = −D⁻¹ (A v + g)`` per row, ``d = √R`` per row and the R-metric friction
+        """``x = D y = −D⁻¹ (A v + g)`` per row, ``D⁻¹`` per row and the R-metric friction
         ``μ √(R_T / R_N)`` of the contacts with friction."""
-        d = jnp.sqrt(state.compliance)
-        c = state.sqrt_delassus @ v + self._reduce_rows(problem, problem.free_velocity)
-        nc = problem.num_contacts - problem.num_frictionless
-        R = state.compliance[:3 * nc].reshape(nc, 3)
-        mu_s = problem.friction[:nc] * jnp.sqrt(R[:, 0] / R[:, 2])
-        return -c / d, d, mu_s
+        inv_d = state.inverse_sqrt_compliance
+        return -(state.sqrt_delassus @ v + state.offset) * inv_d, inv_d, state.scaled_friction
 
     def _objective(self, problem, state, v):
         x, _, mu_s = self._scaled(problem, state, v)
@@ -197,17 +198,16 @@ class PrimalNewton(ContactSolver):
     def _at(self, problem, state, v):
         """``state`` moved to ``v``: force ``λ(v)``, ``∇ℓ(v)`` and its round-off bound."""
         A = state.sqrt_delassus
-        x, d, mu_s = self._scaled(problem, state, v)
-        force_rows = self._project(x, mu_s) / d
+        x, inv_d, mu_s = self._scaled(problem, state, v)
+        force_rows = self._project(x, mu_s) * inv_d
         gradient = v - A.T @ force_rows
         eps = jnp.finfo(v.dtype).eps
-        g = self._reduce_rows(problem, problem.free_velocity)
-        c_error = eps * (jnp.abs(A) @ jnp.abs(v) + jnp.abs(g)) / d
+        c_error = eps * (jnp.abs(A) @ jnp.abs(v) + jnp.abs(state.offset)) * inv_d
         nc3 = 3 * mu_s.shape[0]
         # per contact with friction: ‖D⁻¹ δc‖ / min √R over its rows; per frictionless row: |δc|/R
-        cone_d = d[:nc3].reshape(-1, 3)
-        cone_error = jnp.linalg.norm(c_error[:nc3].reshape(-1, 3), axis=1) / jnp.min(cone_d, axis=1)
-        force_error = jnp.concatenate([jnp.repeat(cone_error, 3), c_error[nc3:] / d[nc3:]])
+        cone_error = (jnp.linalg.norm(c_error[:nc3].reshape(-1, 3), axis=1)
+                      * jnp.max(inv_d[:nc3].reshape(-1, 3), axis=1))
+        force_error = jnp.concatenate([jnp.repeat(cone_error, 3), c_error[nc3:] * inv_d[nc3:]])
         rows = force_error + eps * jnp.abs(force_rows)
         return eqx.tree_at(lambda s: (s.v, s.force, s.gradient, s.gradient_round_off), state,
                            (v, self._full_force(problem, force_rows), gradient,
@@ -232,29 +232,34 @@ class PrimalNewton(ContactSolver):
                                                                        jnp.finfo(dtype).tiny)
         R = jnp.maximum(problem.compliance, floor).reshape(-1, 3)
         r_t = jnp.sqrt(R[:, 0] * R[:, 1])
-        R = jnp.stack([r_t, r_t, R[:, 2]], axis=1).reshape(m)
+        R = jnp.stack([r_t, r_t, R[:, 2]], axis=1)
+        nc = problem.num_contacts - problem.num_frictionless
+        scaled_friction = problem.friction[:nc] * jnp.sqrt(R[:nc, 0] / R[:nc, 2])
+        R = R.reshape(m)
         A, R = self._reduce_rows(problem, A), self._reduce_rows(problem, R)
+        offset = self._reduce_rows(problem, problem.free_velocity)
         # the warm start's tangent forces of frictionless contacts are outside their cone: dropped
         v = A.T @ self._reduce_rows(problem, warm_force.reshape(m))
-        state = NewtonState(v, warm_force, A, R, jnp.zeros_like(v), jnp.zeros((), dtype))
+        state = NewtonState(v, warm_force, A, offset, 1.0 / jnp.sqrt(R), scaled_friction,
+                            jnp.zeros_like(v), jnp.zeros((), dtype))
         return self._at(problem, state, v)
 
     def step(self, problem, state):
         A = state.sqrt_delassus
         rows, k = A.shape
         v = state.v
-        x, d, mu_s = self._scaled(problem, state, v)
+        x, inv_d, mu_s = self._scaled(problem, state, v)
         grad = state.gradient  # at v, from _at (init or the previous step)
         nc = mu_s.shape[0]
         jac = project_cone_jacobian(x[:3 * nc].reshape(nc, 3), mu_s)  # (n_c, 3, 3)
-        d3 = d[:3 * nc].reshape(nc, 3)
-        w = jac / d3[:, :, None] / d3[:, None, :]
+        inv_d3 = inv_d[:3 * nc].reshape(nc, 3)
+        w = jac * inv_d3[:, :, None] * inv_d3[:, None, :]
         # Aᵀ blockdiag(w) A without forming the block-diagonal matrix: blockdiag(w) A column by
         # column of w (an einsum here made XLA:CPU transpose an (n, 3, k) array every iteration)
         A3 = A[:3 * nc].reshape(nc, 3, k)
         WA = sum(w[:, :, c, None] * A3[:, None, c, :] for c in range(3)).reshape(3 * nc, k)
         if rows > 3 * nc:  # frictionless rows: ∂ max(x, 0) / R
-            tail = jnp.where(x[3 * nc:] > 0, 1.0 / state.compliance[3 * nc:], 0.0)
+            tail = jnp.where(x[3 * nc:] > 0, jnp.square(inv_d[3 * nc:]), 0.0)
             WA = jnp.concatenate([WA, tail[:, None] * A[3 * nc:]])
         H = jnp.eye(k, dtype=A.dtype) + A.T @ WA
         L = jnp.linalg.cholesky(H)
@@ -269,10 +274,10 @@ class PrimalNewton(ContactSolver):
     def _line_search(self, problem, state, v, dv):
         """Minimiser of ``φ(α) = ℓ(v + α Δv)`` over ``α ≥ 0`` (0 if ``Δv`` is not a descent
         direction): safeguarded Newton on ``φ'`` (see the module docstring)."""
-        x0, d, mu_s = self._scaled(problem, state, v)
-        v, dv, x0, d, mu_s, A = jax.lax.stop_gradient(
-            (v, dv, x0, d, mu_s, state.sqrt_delassus))
-        s = (A @ dv) / d  # D y(v + α Δv) = x0 − α D⁻¹ A Δv moves along −s
+        x0, inv_d, mu_s = self._scaled(problem, state, v)
+        v, dv, x0, inv_d, mu_s, A = jax.lax.stop_gradient(
+            (v, dv, x0, inv_d, mu_s, state.sqrt_delassus))
+        s = (A @ dv) * inv_d  # D y(v + α Δv) = x0 − α D⁻¹ A Δv moves along −s
         v_dv, dv_dv = v @ dv, dv @ dv
 
         def slope_and_curvature(alpha):
