@@ -113,8 +113,12 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     kin, axes = smooth.kinematics, smooth.motion_axes
     margin = opts.contact_margin.astype(dtype)
 
-    distance, frames, jac, friction, keys, active = [], [], [], [], [], []
+    distance, frames, friction, keys, active = [], [], [], [], []
     point = []
+    # per group of slots: its rows of B = J L⁻ᵀ (3m, nv) and of J [v_f, v] (3m, 2)
+    factor_rows, velocity_rows = [], []
+    inverse = smooth.cholesky_inverse
+    both_velocities = jnp.stack([smooth.free_velocity, v], axis=1)
     overflow = jnp.zeros((), bool)
     if budget:
         structure = collision_structure(model)
@@ -124,52 +128,64 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
         overflow = over | cands.overflow
         take = lambda x: x[index]  # noqa: E731
         frame = tangent_frame(take(cands.normal))
+        contact_active = take(cands.active)
         with jax.named_scope("contact_jacobian"):
-            jac.append(contact_jacobians(model, axes, take(cands.body_a), take(cands.body_b),
-                                         take(cands.point), frame))
+            jac = contact_jacobians(model, axes, take(cands.body_a), take(cands.body_b),
+                                    take(cands.point), frame)
+        # inactive slots may hold geometry of far-away or degenerate pairs: they must not reach
+        # M̃⁻¹Jᵀ
+        J = jnp.where(contact_active[:, None, None], jac, 0.0).reshape(3 * budget, model.nv)
+        with jax.named_scope("delassus"):
+            # with B = J L⁻ᵀ (3n, nv): G = B Bᵀ, and M̃⁻¹ Jᵀ λ = L⁻ᵀ (Bᵀ λ) after the solve — one
+            # matrix-vector product instead of the (nv, 3n) matrix M̃⁻¹ Jᵀ; L⁻¹ comes with the
+            # smooth dynamics (products, not XLA:CPU's slow batched triangular solves with 3n
+            # right-hand sides). B is formed in its row layout: as the transpose of L⁻¹ Jᵀ,
+            # XLA:CPU copied the (3n, nv) array in transposed order wherever the solver read it.
+            factor_rows.append(J @ inverse.T)
+        velocity_rows.append(J @ both_velocities)
         distance.append(take(cands.distance))
         frames.append(frame)
         friction.append(take(cands.friction))
         keys.append(take(cands.key))
-        active.append(take(cands.active))
+        active.append(contact_active)
         point.append(take(cands.point))
     if joints:
-        limit_distance, limit_jac, _ = limit_rows(model, q, joints)
-        approach = jnp.maximum(-(limit_jac[:, 2, :] @ v), 0.0)
+        limit_distance, sign, dof = limit_rows(model, q, joints)
+        approach = jnp.maximum(-sign * v[dof], 0.0)
         # speculative window: the limit can be reached within the step at the current speed
         limit_active = limit_distance <= margin + dt * approach
         nlim = len(joints)
+        # the Jacobian row of a limit is sign·e_dofᵀ (zero tangent rows): its row of B is
+        # sign·(column dof of L⁻¹)ᵀ and its velocities sign·v[dof], gathers instead of products
+        row_sign = jnp.where(limit_active, sign, 0.0)
+        normal_rows = row_sign[:, None] * inverse.T[dof]
+        normal_velocity = row_sign[:, None] * both_velocities[dof]
+        tangent_rows, tangent_velocity = jnp.zeros_like(normal_rows), jnp.zeros_like(normal_velocity)
+        factor_rows.append(jnp.stack([tangent_rows, tangent_rows, normal_rows], 1).reshape(3 * nlim, -1))
+        velocity_rows.append(jnp.stack([tangent_velocity, tangent_velocity, normal_velocity], 1)
+                             .reshape(3 * nlim, 2))
         distance.append(limit_distance)
         frames.append(jnp.broadcast_to(jnp.eye(3, dtype=dtype), (nlim, 3, 3)))
-        jac.append(limit_jac)
         friction.append(jnp.zeros((nlim,), dtype))
         base = KEY_STRIDE * collision_structure(model).num_pairs
         keys.append(jnp.asarray(base + np.arange(nlim), jnp.int32))
         active.append(limit_active)
         point.append(jnp.zeros((nlim, 3), dtype))
     distance, frame = jnp.concatenate(distance), jnp.concatenate(frames)
-    jac, friction = jnp.concatenate(jac), jnp.concatenate(friction)
+    friction = jnp.concatenate(friction)
     key, active, point = jnp.concatenate(keys), jnp.concatenate(active), jnp.concatenate(point)
     is_contact = jnp.arange(nslots) < budget
-    # inactive slots may hold geometry of far-away or degenerate pairs: they must not reach M̃⁻¹Jᵀ
-    jac = jnp.where(active[:, None, None], jac, 0.0)
 
     # ---- contact problem (force units) ----------------------------------------------------------
-    J = jac.reshape(3 * nslots, model.nv)
+    B = jnp.concatenate(factor_rows)
     with jax.named_scope("delassus"):
-        # with B = J L⁻ᵀ (3n, nv): G = B Bᵀ, and M̃⁻¹ Jᵀ λ = L⁻ᵀ (Bᵀ λ) after the solve — one
-        # matrix-vector product instead of the (nv, 3n) matrix M̃⁻¹ Jᵀ; L⁻¹ comes with the smooth
-        # dynamics (products, not XLA:CPU's slow batched triangular solves with 3n right-hand
-        # sides). B is formed in its row layout: as the transpose of L⁻¹ Jᵀ, XLA:CPU copied the
-        # (3n, nv) array in transposed order wherever the solver masked or read it.
-        B = J @ smooth.cholesky_inverse.T
         G = B @ B.T
         G = 0.5 * (G + G.T)
     # G has rank ≤ nv: when nv < 3n the ADMM (Cholesky) solver factorises an nv × nv matrix
     # instead of 3n × 3n (Woodbury identity, see jc.contact.ADMM)
     factor = B if model.nv < 3 * nslots else None
-    c_free = (J @ smooth.free_velocity).reshape(nslots, 3)
-    c_now = (J @ v).reshape(nslots, 3)
+    velocities = jnp.concatenate(velocity_rows)
+    c_free, c_now = velocities[:, 0].reshape(nslots, 3), velocities[:, 1].reshape(nslots, 3)
     beta = opts.baumgarte.astype(dtype)
     gap = jnp.maximum(distance, 0.0)
     # Baumgarte push-out, capped so that a deep overlap separates at a bounded speed

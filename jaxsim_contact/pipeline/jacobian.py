@@ -52,11 +52,15 @@ def limited_joints(model: Model) -> tuple[int, ...]:
 
 
 def limit_rows(model: Model, q: jax.Array, joints: tuple[int, ...]):
-    """Distances, Jacobians and signs of the nearer limit of each limited joint.
+    """Distances, signs and dofs of the nearer limit of each limited joint.
+
+    The Jacobian of limit ``i`` is ``sign_i e_{dof_i}ᵀ`` on its normal row and zero on its tangent
+    rows; callers use the dof indices directly (a gather of ``v`` or of a column of ``L⁻¹``)
+    instead of products with that one-hot matrix.
 
     Returns:
-      ``distance (L,)`` (rad or m, < 0 when violated), ``jacobian (L, 3, nv)`` and
-      ``sign (L,)`` (+1 lower limit, −1 upper limit).
+      ``distance (L,)`` (rad or m, < 0 when violated), ``sign (L,)`` (+1 lower limit, −1 upper
+      limit) and ``dof (L,)`` (static numpy int array: the joints' dof indices).
     """
     tree = model.tree
     dtype = q.dtype
@@ -69,8 +73,4 @@ def limit_rows(model: Model, q: jax.Array, joints: tuple[int, ...]):
     lower = to_lower <= to_upper
     distance = jnp.where(lower, to_lower, to_upper)
     sign = jnp.where(lower, 1.0, -1.0).astype(dtype)
-    # a select on a static one-hot pattern, not a scatter (XLA:CPU scatters are slow under vmap)
-    pattern = np.zeros((len(joints), 3, tree.nv), dtype=bool)
-    pattern[np.arange(len(joints)), 2, dof] = True
-    rows = jnp.where(pattern, sign[:, None, None], jnp.zeros((), dtype))
-    return distance, rows, sign
+    return distance, sign, dof
