@@ -22,6 +22,7 @@ __all__ = [
     "argmin_first",
     "argmax_packed",
     "argmin_packed",
+    "coordinate_dot",
     "safe_norm",
     "safe_normalize",
     "quat_mul",
@@ -106,6 +107,18 @@ def _first_index_of(x, extreme, axis):
     index = jax.lax.broadcasted_iota(jnp.int32, x.shape, axis % x.ndim)
     first = jnp.min(jnp.where(x == extreme, index, n), axis=axis)
     return jnp.minimum(first, n - 1)  # a NaN slice matches nowhere: keep the index in range
+
+
+def coordinate_dot(a, b):
+    """``a[0] b[0] + a[1] b[1] + a[2] b[2]``: the dot product of 3-vectors held coordinate by
+    coordinate (each ``a[i]``, ``b[i]`` an array or scalar; they broadcast).
+
+    For ``(N, 3)`` point sets, pass ``[points[..., i] for i in range(3)]``: XLA:CPU lowers a sum
+    over a size-3 axis (and an ``(N, 3) @ (3,)`` dot under ``vmap``) to slow reductions and
+    transposed copies, while these three products fuse with their consumers
+    (docs/sharp_bits.md, "Slow XLA:CPU lowerings we avoid").
+    """
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
 def safe_norm(x: jax.Array, axis: int = -1, keepdims: bool = False) -> jax.Array:

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsim_contact.math import argmax_first, argmax_packed, argmin_first, argmin_packed
+from jaxsim_contact.math import argmax_first, argmax_packed, argmin_first, argmin_packed, coordinate_dot
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -88,3 +88,15 @@ def test_packed_argmax_is_in_range_on_nan_and_rejects_too_long_axes():
         assert np.all((got >= 0) & (got < 3))
     with pytest.raises(ValueError, match="too long"):
         argmax_packed(jnp.zeros((1 << 12,), jnp.float32))
+
+
+def test_coordinate_dot_is_the_dot_product_over_coordinates():
+    """Coordinate lists of point sets against a vector and against each other: the row-wise dot
+    product, under jit and vmap."""
+    rng = np.random.default_rng(3)
+    points, other = rng.normal(size=(2, 5, 7, 3))
+    direction = rng.normal(size=3)
+    coords = lambda x: [x[..., i] for i in range(3)]  # noqa: E731
+    np.testing.assert_allclose(coordinate_dot(coords(points), direction), points @ direction, rtol=1e-14)
+    batched = jax.jit(jax.vmap(lambda p, o: coordinate_dot(coords(p), coords(o))))
+    np.testing.assert_allclose(batched(points, other), np.sum(points * other, axis=-1), rtol=1e-14)

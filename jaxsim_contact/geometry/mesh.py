@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..math import argmax_packed
+from ..math import argmax_packed, coordinate_dot
 from ..types import GeomType
 from .shapes import Shape
 
@@ -60,7 +60,7 @@ class ConvexMesh(Shape):
         # coordinate by coordinate and one packed reduction: XLA:CPU is slow at products over a
         # size-3 axis and at a second index pass (docs/sharp_bits.md)
         v = self.vertices
-        height = v[..., 0] * direction[0] + v[..., 1] * direction[1] + v[..., 2] * direction[2]
+        height = coordinate_dot([v[..., i] for i in range(3)], direction)
         return v[argmax_packed(height)]
 
     def bounding_radius(self):

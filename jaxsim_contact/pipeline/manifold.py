@@ -20,7 +20,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..math import argmax_packed, argmin_packed, safe_normalize
+from ..math import argmax_packed, argmin_packed, coordinate_dot, safe_normalize
 
 __all__ = ["Manifold", "reduce_to_four", "tangent_frame", "make_manifold"]
 
@@ -90,13 +90,13 @@ def reduce_to_four(points: jax.Array, depth: jax.Array, mask: jax.Array, normal:
     # Component by component, not as sums over a size-3 axis: XLA:CPU lowers those reductions and
     # the cross product's operand to slow programs (1.8x the whole selection on the Go2's hulls).
     offset = [points[:, i] - p1[i] for i in range(3)]
-    dist2 = offset[0] * offset[0] + offset[1] * offset[1] + offset[2] * offset[2]
+    dist2 = coordinate_dot(offset, offset)
     second = argmax_packed(jnp.where(mask, dist2, -1.0))
     p2 = points[second]
     second_ok = any_valid & (dist2[second] > tolerance**2)
     # twice the signed triangle area: cross(p2 - p1, p - p1) . n = (p - p1) . (n x (p2 - p1))
     side = jnp.cross(normal, p2 - p1)
-    area = offset[0] * side[0] + offset[1] * side[1] + offset[2] * side[2]
+    area = coordinate_dot(offset, side)
     third = argmax_packed(jnp.where(mask, area, -big))
     fourth = argmin_packed(jnp.where(mask, area, big))
     length = jnp.sqrt(jnp.maximum(dist2[second], 0.0))

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..math import argmin_packed, safe_norm, safe_normalize
+from ..math import argmin_packed, coordinate_dot, safe_norm, safe_normalize
 from .geoms import GeomData
 from .manifold import Manifold, make_manifold, reduce_to_four
 
@@ -116,15 +116,15 @@ def plane_mesh(a: GeomData, b: GeomData, margin) -> Manifold:
     # coordinate by coordinate: as a (N, 3) @ (3,) dot, XLA:CPU produced the heights of a vmapped
     # group in (pair, vertex, batch) order and copied them into the batch-major layout
     v = [b.vertices[:, i] for i in range(3)]
-    height = (v[0] * normal_mesh[0] + v[1] * normal_mesh[1] + v[2] * normal_mesh[2]
-              + (b.pos - origin) @ normal)
+    height = coordinate_dot(v, normal_mesh) + (b.pos - origin) @ normal
     mid_mesh = b.vertices - 0.5 * height[:, None] * normal_mesh
     big = jnp.asarray(jnp.finfo(height.dtype).max / 4, height.dtype)
     height = jnp.where(b.vertex_mask, height, big)
     first = argmin_packed(height)
     deepest = height[first]
     # one square root per mesh, not per vertex
-    size = jnp.sqrt(jnp.max(sum(jnp.square(v[i] - v[i][0]) for i in range(3))))
+    offset = [v[i] - v[i][0] for i in range(3)]
+    size = jnp.sqrt(jnp.max(coordinate_dot(offset, offset)))
     # vertices that touch (within the margin, or within rounding of the deepest one); the deepest
     # vertex is one of them whenever any is
     near = b.vertex_mask & (height <= jnp.maximum(margin, deepest + point_tolerance(size)))
