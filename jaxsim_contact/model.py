@@ -562,6 +562,9 @@ class ContactData(eqx.Module):
       frame: ``(nc, 3, 3)`` rows ``(t1, t2, n)``, ``n`` from geom a towards geom b.
       friction: ``(nc,)`` Coulomb coefficient.
       force: ``(nc, 3)`` contact force in the slot's frame (N).
+      generalized_force: ``(nv,)`` ``Jᵀ f``, the generalized force of all constraint forces
+        (N or N·m per dof; MuJoCo's ``qfrc_constraint``). The next step's ``PrimalNewton`` starts
+        from it (the ``warm_primal`` of :func:`jaxsim_contact.contact.solve`).
       iterations: int32 solver iterations; residual: solver criterion (seed 001 eq. 15);
       converged: bool; num_active: int32 active slots; overflow: bool, more active candidates
       than contact slots; penetration: max penetration depth over active contacts (m, ≥ 0).
@@ -574,6 +577,7 @@ class ContactData(eqx.Module):
     frame: jax.Array
     friction: jax.Array
     force: jax.Array
+    generalized_force: jax.Array
     iterations: jax.Array
     residual: jax.Array
     converged: jax.Array
@@ -582,8 +586,8 @@ class ContactData(eqx.Module):
     penetration: jax.Array
 
     @classmethod
-    def empty(cls, num_slots: int, dtype) -> "ContactData":
-        """All slots inactive, zero forces."""
+    def empty(cls, num_slots: int, dtype, nv: int = 0) -> "ContactData":
+        """All slots inactive, zero forces; ``nv`` sizes ``generalized_force``."""
         n = num_slots
         return cls(
             key=-jnp.ones((n,), jnp.int32),
@@ -593,6 +597,7 @@ class ContactData(eqx.Module):
             frame=jnp.broadcast_to(jnp.eye(3, dtype=dtype), (n, 3, 3)),
             friction=jnp.zeros((n,), dtype),
             force=jnp.zeros((n, 3), dtype),
+            generalized_force=jnp.zeros((nv,), dtype),
             iterations=jnp.zeros((), jnp.int32),
             residual=jnp.zeros((), dtype),
             converged=jnp.ones((), bool),

@@ -3,7 +3,8 @@
 Every solver is an ``eqx.Module`` with static iteration caps / formulation choice and dynamic
 numeric parameters, implementing four pure functions:
 
-* ``init(problem, warm_force, warm_rho) -> state`` — a pytree holding at least ``force (n, 3)``;
+* ``init(problem, warm_force, warm_rho) -> state`` — a pytree holding at least ``force (n, 3)``
+  (``init_with_primal`` adds a guess of the primal variable; solvers without one ignore it);
 * ``step(problem, state) -> state`` — one iteration (``gradient="unrolled"`` scans over it);
 * ``force(problem, state) -> (n, 3)`` — the current force estimate;
 * ``criterion(problem, state) -> scalar`` — the termination criterion (seed 001 eq. 15 variant).
@@ -42,6 +43,13 @@ class ContactSolver(eqx.Module):
 
     def init(self, problem: ContactProblem, warm_force: jax.Array, warm_rho: jax.Array):
         raise NotImplementedError
+
+    def init_with_primal(self, problem: ContactProblem, warm_force: jax.Array,
+                         warm_rho: jax.Array, warm_primal: jax.Array | None):
+        """:meth:`init` given also a guess ``warm_primal`` ``(k,)`` of the primal variable
+        ``Bᵀ λ`` (``B`` ``(3n, k)`` the problem's ``delassus_factor``); solvers without a primal
+        variable ignore it (default)."""
+        return self.init(problem, warm_force, warm_rho)
 
     def step(self, problem: ContactProblem, state):
         raise NotImplementedError
@@ -158,6 +166,17 @@ def _warm(problem: ContactProblem, warm_start):
     return force, rho
 
 
+def _warm_primal(problem: ContactProblem, warm_primal):
+    if warm_primal is None or problem.delassus_factor is None:
+        return None
+    k = problem.delassus_factor.shape[1]
+    warm_primal = jnp.asarray(warm_primal, problem.delassus.dtype)
+    if warm_primal.shape != (k,):
+        raise ValueError(f"warm_primal must have shape ({k},) (the columns of the problem's "
+                         f"delassus_factor), got {warm_primal.shape}")
+    return jnp.where(jnp.isfinite(warm_primal), warm_primal, 0.0)
+
+
 def _unrolled_solver(solver: ContactSolver) -> ContactSolver:
     """The solver used for unrolled gradients: ADMM with ``factorization="eigh"`` becomes the
     Cholesky variant (the same fixed point; κ from power iteration and ρ adapted per epoch, so the
@@ -234,7 +253,7 @@ def _iterate(solver, safe, state0, crit0, unrolled: bool):
 
 
 def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_start=None,
-          gradient="implicit") -> ContactSolution:
+          gradient="implicit", warm_primal=None) -> ContactSolution:
     """Solve a frictional contact problem (seed 001 §III); differentiable (seed 004 §III-B).
 
     Args:
@@ -242,6 +261,12 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
       solver: a solver module (default ``ADMM(formulation="ncp")``).
       warm_start: ``None``, an ``(n, 3)`` force array, or a previous :class:`ContactSolution`
         (ADMM additionally reuses its ``rho``; seed 001 §III-E "warm-starting").
+      warm_primal: ``None`` or a ``(k,)`` guess of the primal variable ``Bᵀ λ`` when the problem
+        carries a Delassus factor ``B`` ``(3n, k)`` (a multibody step: ``B = J L⁻ᵀ``, so
+        ``Bᵀ λ = L⁻¹ τ`` for the generalized constraint force ``τ = Jᵀ λ`` — MuJoCo's
+        acceleration warm start in these variables). ``PrimalNewton`` starts from the best of
+        it, ``Bᵀ warm_start`` and 0; other solvers and problems without a factor ignore it.
+        Non-finite entries count as 0; derivatives w.r.t. it are zero like ``warm_start``'s.
       gradient: how derivatives of the returned force (and velocity) w.r.t. the problem's
         dynamic fields ``G, g, μ, R`` are computed (static; anything else raises ``ValueError``):
 
@@ -294,13 +319,15 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
     safe, finite = sanitize_problem(problem)
     if unrolled:
         solver = _unrolled_solver(solver)
-        loop_safe, loop_solver, loop_warm = safe, solver, warm_start
+        loop_safe, loop_solver, loop_warm, loop_primal = safe, solver, warm_start, warm_primal
     else:
         # The loop is never differentiated: derivatives come from the implicit rule below.
-        loop_safe, loop_solver, loop_warm = jax.lax.stop_gradient((safe, solver, warm_start))
+        loop_safe, loop_solver, loop_warm, loop_primal = jax.lax.stop_gradient(
+            (safe, solver, warm_start, warm_primal))
     warm_force, warm_rho = _warm(problem, loop_warm)
     warm_force = jnp.where(jnp.repeat(problem.active, 3).reshape(-1, 3), warm_force, 0.0)
-    state0 = loop_solver.init(loop_safe, warm_force, warm_rho)
+    state0 = loop_solver.init_with_primal(loop_safe, warm_force, warm_rho,
+                                          _warm_primal(problem, loop_primal))
     crit0 = loop_solver.criterion(loop_safe, state0)
     state, iters, done, crit = _iterate(loop_solver, loop_safe, state0, crit0, unrolled)
 

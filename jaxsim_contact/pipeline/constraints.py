@@ -70,7 +70,7 @@ def num_constraint_slots(model: Model) -> int:
 
 def initial_contact_data(model: Model, dtype) -> ContactData:
     """Empty :class:`ContactData` with the model's static slot count."""
-    return ContactData.empty(num_constraint_slots(model), dtype)
+    return ContactData.empty(num_constraint_slots(model), dtype, model.nv)
 
 
 def _select_contacts(cands, budget: int):
@@ -109,7 +109,8 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     joints = _limit_joints(model)
     nslots = budget + len(joints)
     if nslots == 0 or model.nv == 0:
-        return smooth.free_velocity, ContactData.empty(nslots, dtype), jnp.zeros((), jnp.int32)
+        return (smooth.free_velocity, ContactData.empty(nslots, dtype, model.nv),
+                jnp.zeros((), jnp.int32))
     kin, axes = smooth.kinematics, smooth.motion_axes
     margin = opts.contact_margin.astype(dtype)
 
@@ -220,18 +221,26 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     problem = ContactProblem(G, g, friction, compliance=compliance_rows.reshape(-1), active=active,
                              delassus_factor=factor, num_frictionless=len(joints))
     warm = _warm_start(state.contact, key, active, frame)
+    # the primal warm start Bᵀλ = L⁻¹ Jᵀλ from last step's generalized constraint force (MuJoCo
+    # warm-starts its acceleration the same way); PrimalNewton keeps it only if it beats Bᵀ warm
+    warm_primal = None
+    if factor is not None and state.contact is not None:
+        warm_primal = inverse @ state.contact.generalized_force
     with jax.named_scope("contact_solve"):
-        solution = solve(problem, opts.solver, warm_start=warm, gradient=opts.contact_gradient)
+        solution = solve(problem, opts.solver, warm_start=warm, gradient=opts.contact_gradient,
+                         warm_primal=warm_primal)
     force = solution.force
-    impulse_velocity = smooth.cholesky_inverse.T @ (force.reshape(3 * nslots) @ B)
-    v_next = smooth.free_velocity + dt * impulse_velocity
+    # Bᵀ f = L⁻¹ Jᵀ f: the step's velocity change is L⁻ᵀ (Bᵀ f) dt, its generalized force L (Bᵀ f)
+    factor_force = force.reshape(3 * nslots) @ B
+    v_next = smooth.free_velocity + dt * (inverse.T @ factor_force)
 
     any_active = jnp.any(active)
     converged = solution.converged | ~any_active
     penetration = jnp.max(jnp.where(geometric_active & is_contact, -distance, 0.0), initial=0.0)
     data = ContactData(
         key=key, active=active, distance=distance, point=point, frame=frame, friction=friction,
-        force=force, iterations=solution.iterations,
+        force=force, generalized_force=smooth.cholesky @ factor_force,
+        iterations=solution.iterations,
         residual=jnp.where(any_active, solution.criterion, 0.0).astype(dtype), converged=converged,
         num_active=jnp.sum(active).astype(jnp.int32), overflow=overflow,
         penetration=jnp.maximum(penetration, 0.0),

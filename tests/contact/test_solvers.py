@@ -379,3 +379,38 @@ def test_primal_newton_line_search_finds_the_minimiser_along_the_line(case):
                 checked += 1
             state = step(safe, state)
     assert checked == 6 * len(problems)
+
+
+def test_primal_newton_starts_from_a_primal_warm_start():
+    """``solve(..., warm_primal=Bᵀ λ)`` (a problem with a Delassus factor ``B``): PrimalNewton
+    started at the solution's ``Bᵀ λ*`` stops within one iteration with the same forces; a useless
+    guess (huge, or NaN) falls back to ``v = 0`` and repeats the cold solve exactly; other solvers
+    ignore it; its derivative is zero and a wrong shape raises."""
+    import equinox as eqx
+
+    n, nv = 16, 24
+    p = compliant_batch(n, nv)
+    factors = jnp.stack([_low_rank_factor(p.delassus[i], nv) for i in range(BATCH)])
+    p = eqx.tree_at(lambda q: q.delassus_factor, p, factors, is_leaf=lambda x: x is None)
+    newton = C.PrimalNewton(max_iterations=200, tolerance=1e-8)
+    solve = jax.jit(jax.vmap(lambda q, w, s: C.solve(q, s, warm_primal=w), in_axes=(0, 0, None)))
+    cold = jax.vmap(lambda q: C.solve(q, newton))(p)
+    assert np.all(np.asarray(cold.converged)) and np.all(np.asarray(cold.iterations) >= 3)
+    exact = jnp.einsum("bri,br->bi", factors, cold.force.reshape(BATCH, -1))
+    warm = solve(p, exact, newton)
+    assert np.all(np.asarray(warm.converged)) and np.all(np.asarray(warm.iterations) <= 1)
+    np.testing.assert_allclose(warm.force, cold.force, atol=1e-7 * np.abs(cold.force).max())
+    for useless in (1e8 * jnp.ones_like(exact), jnp.full_like(exact, jnp.nan)):
+        fallback = solve(p, useless, newton)
+        np.testing.assert_array_equal(fallback.iterations, cold.iterations)
+        # same iterates; jit vs. eager rounding only
+        np.testing.assert_allclose(fallback.force, cold.force, rtol=0, atol=1e-10)
+    admm = C.ADMM("ccp", tolerance=1e-8, max_iterations=3000)
+    with_guess, without = solve(p, exact, admm), jax.vmap(lambda q: C.solve(q, admm))(p)
+    np.testing.assert_array_equal(with_guess.iterations, without.iterations)
+    np.testing.assert_allclose(with_guess.force, without.force, rtol=0, atol=1e-10)
+    one = jax.tree_util.tree_map(lambda x: x[0], p)
+    grad = jax.grad(lambda w: jnp.sum(C.solve(one, newton, warm_primal=w).force ** 2))(exact[0])
+    np.testing.assert_array_equal(grad, 0.0)
+    with pytest.raises(ValueError, match="warm_primal"):
+        C.solve(one, newton, warm_primal=exact[0, :-1])
