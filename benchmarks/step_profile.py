@@ -76,13 +76,15 @@ def _batched(tree, batch: int):
 
 
 def _capture_problem(model, state):
-    """``(problem, warm)`` of the contact solve at ``state`` (one eager contact stage)."""
+    """``(problem, (warm_start, warm_primal))`` of the contact solve at ``state`` (one eager
+    contact stage)."""
     captured = {}
     real_solve = constraints_module.solve
 
-    def spy(problem, solver, warm_start=None, gradient="implicit"):
-        captured["problem"], captured["warm"] = problem, warm_start
-        return real_solve(problem, solver, warm_start=warm_start, gradient=gradient)
+    def spy(problem, solver, warm_start=None, gradient="implicit", warm_primal=None):
+        captured["problem"], captured["warm"] = problem, (warm_start, warm_primal)
+        return real_solve(problem, solver, warm_start=warm_start, gradient=gradient,
+                          warm_primal=warm_primal)
 
     constraints_module.solve = spy
     try:
@@ -93,13 +95,15 @@ def _capture_problem(model, state):
     return captured["problem"], captured["warm"]
 
 
-def _stub_solve(problem, solver, warm_start=None, gradient="implicit"):
+def _stub_solve(problem, solver, warm_start=None, gradient="implicit", warm_primal=None):
     """Zero forces that still depend on every problem array the solver reads (so XLA keeps
     building them): ``PrimalNewton`` with a Delassus factor reads the factor, not ``G``."""
     from jaxsim_contact.contact.solve import ContactSolution
 
     n = problem.num_contacts
     dep = 0.0 * (jnp.sum(problem.free_velocity) + jnp.sum(warm_start))
+    if warm_primal is not None:
+        dep = dep + 0.0 * jnp.sum(warm_primal)
     factor_only = isinstance(solver, PrimalNewton) and problem.delassus_factor is not None
     if not factor_only:
         dep = dep + 0.0 * jnp.sum(problem.delassus)
@@ -188,10 +192,10 @@ def profile_scene(name, mj, q0, batches, settle: int, repeats: int, k1: int, k2:
         t["contact stage (incl. smooth)"] = _cpu_time(v(contact_stage), (states,), repeats)
         t["contact stage, solve stubbed (incl. smooth)"] = _cpu_time(v(contact_stage_without_solve),
                                                                     (states,), repeats)
-        solve_fn = lambda slv: v(lambda p, w: solve(p, slv, warm_start=w,  # noqa: E731
-                                                    gradient=model.options.contact_gradient).force)
+        solve_fn = lambda slv: v(lambda p, w: solve(  # noqa: E731
+            p, slv, warm_start=w[0], warm_primal=w[1], gradient=model.options.contact_gradient).force)
         t["solve (default)"] = _cpu_time(solve_fn(solver), (probs, warms), repeats)
-        sol = jax.jit(lambda p, w: solve(p, solver, warm_start=w))(problem, warm)
+        sol = jax.jit(lambda p, w: solve(p, solver, warm_start=w[0], warm_primal=w[1]))(problem, warm)
         t1 = _cpu_time(solve_fn(_forced(solver, k1)), (probs, warms), repeats)
         t2 = _cpu_time(solve_fn(_forced(solver, k2)), (probs, warms), repeats)
         per_iter = (t2 - t1) / (k2 - k1)

@@ -107,6 +107,24 @@ class KinematicTree:
         return self.body_ancestor[body][:, body] if self.nv else np.zeros((0, 0), bool)
 
     @functools.cached_property
+    def dof_tree_groups(self) -> tuple[tuple[tuple[int, ...], ...], ...]:
+        """The dofs of each kinematic tree (the bodies below one child of the world), trees of
+        equal dof count grouped: a tuple of groups, each a tuple of sorted dof-index tuples of
+        one length (groups by increasing length, trees by first dof). The mass matrix has no
+        entry between two trees, so it factorises block by block
+        (:func:`jaxsim_contact.linalg.grouped_cholesky`)."""
+        trees: dict[int, list[int]] = {}
+        for dof, body in enumerate(self.dof_body):
+            root = body
+            while self.body_parent[root] != 0:
+                root = self.body_parent[root]
+            trees.setdefault(root, []).append(dof)
+        by_size: dict[int, list[tuple[int, ...]]] = {}
+        for dofs in sorted(trees.values()):
+            by_size.setdefault(len(dofs), []).append(tuple(sorted(dofs)))
+        return tuple(tuple(by_size[size]) for size in sorted(by_size))
+
+    @functools.cached_property
     def dof_frame_velocity(self) -> np.ndarray:
         """``(nv, nv)`` 0/1: which dofs of the same body add to the velocity of the frame in which
         dof ``a``'s motion axis is fixed (the rest comes from the parent body).

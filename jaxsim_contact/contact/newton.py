@@ -257,9 +257,10 @@ class PrimalNewton(ContactSolver):
             v = A.T @ self._reduce_rows(problem, warm_force.reshape(m))
         state = NewtonState(v, warm_force, A, offset, 1.0 / jnp.sqrt(R), scaled_friction,
                             jnp.zeros_like(v), jnp.zeros((), dtype))
-        cold = jnp.zeros_like(v)
-        objective = jax.vmap(lambda u: self._objective(problem, state, u))(jnp.stack([v, cold]))
-        return self._at(problem, state, jnp.where(objective[1] < objective[0], cold, v))
+        # ℓ(0) = ½‖P(−D⁻¹ g)‖² needs no product with A
+        p0 = self._project(-offset * state.inverse_sqrt_compliance, scaled_friction)
+        cold_is_better = 0.5 * jnp.sum(p0 * p0) < self._objective(problem, state, v)
+        return self._at(problem, state, jnp.where(cold_is_better, 0.0, v))
 
     def step(self, problem, state):
         A = state.sqrt_delassus

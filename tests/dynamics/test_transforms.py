@@ -51,9 +51,15 @@ def test_vmap_over_states_equals_single_steps(scene):
         model, jax.vmap(lambda q, v: jc.init(model, q, v))(qs, vs), ctrls
     )
     for i in range(4):
-        single = step(model, jc.init(model, qs[i], vs[i]), ctrls[i])
+        start = jc.init(model, qs[i], vs[i])
+        single = step(model, start, ctrls[i])
         np.testing.assert_allclose(np.asarray(batched.q[i]), np.asarray(single.q), rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(np.asarray(batched.v[i]), np.asarray(single.v), rtol=1e-12, atol=1e-12)
+        # batched and single kernels round differently; a backward-stable solve with M moves v by
+        # up to ~ε cond(M) relative (random configurations reach cond(M) ~ 1e6: 1.4e-12 measured)
+        mass = jc.dynamics.smooth_dynamics(model, start, ctrls[i]).mass_matrix
+        bound = np.finfo(np.float64).eps * float(jnp.linalg.cond(mass)) * float(jnp.max(jnp.abs(single.v)))
+        np.testing.assert_allclose(np.asarray(batched.v[i]), np.asarray(single.v), rtol=0,
+                                   atol=max(bound, 1e-12))
 
 
 def test_vmap_over_model_leaves_is_domain_randomisation():
