@@ -61,4 +61,3 @@ def _lower_inverse(lower: jax.Array) -> jax.Array:
             acc = acc - lower[..., i, j, None] * rows[j]
         rows.append(acc / lower[..., i, i, None])
     return jnp.stack(rows, axis=-2)
-

@@ -604,7 +604,7 @@ class ContactData(eqx.Module):
     penetration: jax.Array
 
     @classmethod
-    def empty(cls, num_slots: int, dtype, nv: int = 0) -> "ContactData":
+    def empty(cls, num_slots: int, dtype, nv: int) -> "ContactData":
         """All slots inactive, zero forces; ``nv`` sizes ``generalized_force``."""
         n = num_slots
         return cls(

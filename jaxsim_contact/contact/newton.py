@@ -224,7 +224,8 @@ class PrimalNewton(ContactSolver):
         lower ``ℓ`` (MuJoCo's choice between its warm start and the unconstrained acceleration).
 
         On the soft-contact humanoid and Go2 (the 300 states of a fall from ``q0``, each stepped
-        with every start, ``benchmarks/results/step_newton_soft.md``) the mean Newton iterations
+        with every start; ``benchmarks/results/step_newton_soft.md``, session-19 notes) the mean
+        Newton iterations
         are 4.45 / 2.76 from ``Aᵀ λ_prev`` (last step's forces matched by key), 5.44 / 2.03 from 0
         and 4.03 / 2.01 from last step's generalized force; adding ``Aᵀ λ_prev`` as a third
         candidate made it worse (4.09 / 2.15): the lowest ``ℓ`` is not the fewest iterations."""

@@ -264,8 +264,9 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
       warm_primal: ``None`` or a ``(k,)`` guess of the primal variable ``Bᵀ λ`` when the problem
         carries a Delassus factor ``B`` ``(3n, k)`` (a multibody step: ``B = J L⁻ᵀ``, so
         ``Bᵀ λ = L⁻¹ τ`` for the generalized constraint force ``τ = Jᵀ λ`` — MuJoCo's
-        acceleration warm start in these variables). ``PrimalNewton`` starts from the best of
-        it, ``Bᵀ warm_start`` and 0; other solvers and problems without a factor ignore it.
+        acceleration warm start in these variables). ``PrimalNewton`` starts from it instead of
+        ``Bᵀ warm_start`` (or from 0 when that has the lower objective); other solvers and
+        problems without a factor ignore it.
         Non-finite entries count as 0; derivatives w.r.t. it are zero like ``warm_start``'s.
       gradient: how derivatives of the returned force (and velocity) w.r.t. the problem's
         dynamic fields ``G, g, μ, R`` are computed (static; anything else raises ``ValueError``):

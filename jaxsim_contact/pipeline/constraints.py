@@ -226,7 +226,8 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     # the primal warm start Bᵀλ = L⁻¹ Jᵀλ from last step's generalized constraint force (MuJoCo
     # warm-starts its acceleration the same way); PrimalNewton keeps it only if it beats Bᵀ warm
     warm_primal = None
-    if factor is not None and state.contact is not None:
+    if (factor is not None and state.contact is not None
+            and state.contact.generalized_force.shape == (model.nv,)):
         warm_primal = inverse @ state.contact.generalized_force
     with jax.named_scope("contact_solve"):
         solution = solve(problem, opts.solver, warm_start=warm, gradient=opts.contact_gradient,
