@@ -224,7 +224,8 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
                              delassus_factor=factor, num_frictionless=len(joints))
     warm = _warm_start(state.contact, key, active, frame)
     # the primal warm start Bᵀλ = L⁻¹ Jᵀλ from last step's generalized constraint force (MuJoCo
-    # warm-starts its acceleration the same way); PrimalNewton keeps it only if it beats Bᵀ warm
+    # warm-starts its acceleration the same way); PrimalNewton starts there instead of Bᵀ warm,
+    # or at 0 when that has the lower objective
     warm_primal = None
     if (factor is not None and state.contact is not None
             and state.contact.generalized_force.shape == (model.nv,)):
