@@ -21,8 +21,8 @@ With ``y(v) = −R⁻¹ (A v + g)`` and ``D = R^{1/2}``::
 Line search (line 5), ``line_search="exact"`` (default): the minimiser of the convex,
 piecewise-smooth ``φ(α) = ℓ(v + α Δv)`` (as MuJoCo and Drake do), by safeguarded Newton on
 ``φ'(α) = (v + αΔv)·Δv − λ(v + αΔv)·(A Δv)`` with ``φ''(α) = ‖Δv‖² + sᵀ ∂P_{K'} s``
-(``s = D⁻¹ A Δv``); both come from one forward-mode pass through the cone projection. It starts at
-``α = 1`` (the Newton step) and keeps a bracket ``[lo, hi]`` with ``φ'(lo) < 0 ≤ φ'(hi)``; a 1-D
+(``s = D⁻¹ A Δv``), both in closed form contact by contact (``PrimalNewton._line_search``).
+It starts at ``α = 1`` (the Newton step) and keeps a bracket ``[lo, hi]`` with ``φ'(lo) < 0 ≤ φ'(hi)``; a 1-D
 Newton step is taken when it stays inside and ``|φ'|`` at least halved, else the bracket is
 bisected (doubled while no ``hi`` is known). It stops at ``|φ'(α)| ≤ line_search_tolerance ·
 |φ'(0)|`` (or ``|φ'|`` at a few ε of its terms: round-off), a bracket at ``4ε`` relative width
@@ -68,31 +68,76 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .problem import ContactProblem, criterion, project_cone, project_cone_jacobian
+from .problem import ContactProblem, project_cone_components, project_cone_jacobian_components
 from .solve import ContactSolver
 
 __all__ = ["PrimalNewton", "NewtonState"]
 
 
 class NewtonState(eqx.Module):
-    """Iterate: ``v`` ``(k,)`` primal variable; ``force`` ``(n, 3)`` = ``λ(v)``; ``sqrt_delassus``
-    ``A`` ``(r, k)``, the rows of a factor of ``G = A Aᵀ`` (``k = 3n`` without a Delassus factor)
-    that can carry force: ``r = 3 n_c + n_f``, the frictionless contacts' normal rows only (see
-    :class:`~jaxsim_contact.contact.ContactProblem`'s ``num_frictionless``); ``offset`` ``g``
-    on those rows ``(r,)``; ``inverse_sqrt_compliance`` ``D⁻¹ = R̂^{-1/2}`` ``(r,)`` (``R̂``
-    floored, tangents merged); ``scaled_friction`` ``μ √(R_T / R_N)`` ``(n_c,)`` of the contacts
-    with friction; ``gradient`` ``∇ℓ(v) = v − Aᵀ λ(v)`` ``(k,)`` and ``gradient_round_off`` the
-    scalar bound of its evaluation error (module docstring). The step-invariant scalings are
-    computed once, in ``init``: a division or a square root costs several multiplications."""
+    """Iterate of :class:`PrimalNewton`.
+
+    It stores the ``r = 3 n_c + n_f`` rows that can carry force: the ``(t1, t2, n)`` rows of the
+    ``n_c`` contacts with friction, then the normal row alone of each of the ``n_f``
+    frictionless ones (see :class:`~jaxsim_contact.contact.ContactProblem`'s
+    ``num_frictionless``). Vectors are worked on by component (strided slices, ``(n,)`` each):
+    elementwise work on components fuses into one loop where an ``(n, 3)`` layout makes XLA:CPU
+    emit many small programs; matrices keep their row order (a permuted copy of ``A`` cost more
+    than it saved).
+
+    Attributes:
+      v: ``(k,)`` primal variable; force: ``(n, 3)`` ``λ(v)``;
+      sqrt_delassus: ``A`` ``(r, k)``, those rows of a factor of ``G = A Aᵀ`` (``k = 3n``
+        without a Delassus factor); abs_sqrt_delassus: ``|A|`` (for the round-off bound);
+      offset: ``g`` ``(r,)``; compliance: the problem's ``R`` ``(r,)`` (for the criterion);
+      inverse_sqrt_compliance: ``D⁻¹ = R̂^{-1/2}`` ``(r,)`` (``R̂`` floored, tangents merged);
+      scaled_friction: ``μ √(R_T / R_N)`` ``(n,)`` (0 for frictionless contacts);
+      scaled: ``x = −D⁻¹ (A v + g)`` ``(r,)`` at ``v``;
+      gradient: ``∇ℓ(v) = v − Aᵀ λ(v)`` ``(k,)``; gradient_round_off: scalar bound of its
+        evaluation error (module docstring).
+    The step-invariant scalings are computed once, in ``init``: a division or a square root costs
+    several multiplications.
+    """
 
     v: jax.Array
     force: jax.Array
     sqrt_delassus: jax.Array
+    abs_sqrt_delassus: jax.Array
     offset: jax.Array
+    compliance: jax.Array
     inverse_sqrt_compliance: jax.Array
     scaled_friction: jax.Array
+    scaled: jax.Array
     gradient: jax.Array
     gradient_round_off: jax.Array
+
+
+def _stored_rows(problem: ContactProblem, z):
+    """The rows ``(r, ...)`` stored by :class:`NewtonState` of the problem's rows ``z``
+    ``(3n, ...)``: the normal row alone of each frictionless contact."""
+    nf = problem.num_frictionless
+    if nf == 0:
+        return z
+    nc3 = 3 * (problem.num_contacts - nf)
+    return jnp.concatenate([z[:nc3], z[nc3:].reshape((nf, 3) + z.shape[1:])[:, 2]])
+
+
+def _components(problem: ContactProblem, z):
+    """Stored rows ``(r,)`` → components ``(z1, z2, zn)``, each ``(n,)``; frictionless contacts'
+    tangent components are 0. Strided slices of a vector: they fuse into their consumers."""
+    n, nc = problem.num_contacts, problem.num_contacts - problem.num_frictionless
+    z1, z2, zn = z[0:3 * nc:3], z[1:3 * nc:3], z[2:3 * nc:3]
+    if n > nc:
+        pad = jnp.zeros((n - nc,), z.dtype)
+        z1, z2, zn = jnp.concatenate([z1, pad]), jnp.concatenate([z2, pad]), jnp.concatenate([zn, z[3 * nc:]])
+    return z1, z2, zn
+
+
+def _rows(problem: ContactProblem, z1, z2, zn):
+    """Components ``(n,)`` each → stored rows ``(r,)`` (inverse of :func:`_components`)."""
+    nc = problem.num_contacts - problem.num_frictionless
+    head = jnp.stack([z1[:nc], z2[:nc], zn[:nc]], axis=1).reshape(3 * nc)
+    return head if zn.shape[0] == nc else jnp.concatenate([head, zn[nc:]])
 
 
 class PrimalNewton(ContactSolver):
@@ -143,75 +188,43 @@ class PrimalNewton(ContactSolver):
         self.min_compliance = jnp.asarray(min_compliance)
         self.formulation = "ccp"
 
-    # -- rows ----------------------------------------------------------------------------------
-    # The iteration works on "rows": the three rows (t1, t2, n) of each of the n_c = n − n_f
-    # contacts with friction, then only the normal row of each of the n_f frictionless ones
-    # (ContactProblem.num_frictionless, the joint limits of a multibody step). The projection onto
-    # the μ = 0 cone is (0, 0, max(x_n, 0)) whatever x_T is, so their tangent rows never reach λ,
-    # ℓ, ∇ℓ or H: dropping them changes no value and saves their share of every product with A.
-
-    @staticmethod
-    def _reduce_rows(problem, x):
-        """``(3n, ...)`` → ``(3 n_c + n_f, ...)``: the normal row alone of each frictionless
-        contact."""
-        nf = problem.num_frictionless
-        if nf == 0:
-            return x
-        nc3 = 3 * (problem.num_contacts - nf)
-        tail = x[nc3:].reshape((nf, 3) + x.shape[1:])[:, 2]
-        return jnp.concatenate([x[:nc3], tail])
-
-    @staticmethod
-    def _full_force(problem, force_rows):
-        """Row forces ``(3 n_c + n_f,)`` → ``(n, 3)`` contact forces (zero frictionless tangents)."""
-        nf = problem.num_frictionless
-        nc3 = 3 * (problem.num_contacts - nf)
-        cone = force_rows[:nc3].reshape(-1, 3)
-        if nf == 0:
-            return cone
-        tail = force_rows[nc3:]
-        zero = jnp.zeros_like(tail)
-        return jnp.concatenate([cone, jnp.stack([zero, zero, tail], axis=1)])
-
-    @staticmethod
-    def _project(x, mu_s):
-        """Projection of the scaled rows ``x`` ``(3 n_c + n_f,)`` onto ``K' × R₊^{n_f}``."""
-        nc3 = 3 * mu_s.shape[0]
-        cone = project_cone(x[:nc3].reshape(-1, 3), mu_s).reshape(-1)
-        if nc3 == x.shape[0]:
-            return cone
-        return jnp.concatenate([cone, jnp.maximum(x[nc3:], 0.0)])
-
     # -- primal objective ----------------------------------------------------------------------
 
-    def _scaled(self, problem, state, v):
-        """``x = D y = −D⁻¹ (A v + g)`` per row, ``D⁻¹`` per row and the R-metric friction
-        ``μ √(R_T / R_N)`` of the contacts with friction."""
-        inv_d = state.inverse_sqrt_compliance
-        return -(state.sqrt_delassus @ v + state.offset) * inv_d, inv_d, state.scaled_friction
+    @staticmethod
+    def _scaled(state, v):
+        """``x = D y = −D⁻¹ (A v + g)`` ``(r,)``."""
+        return -(state.sqrt_delassus @ v + state.offset) * state.inverse_sqrt_compliance
+
+    @staticmethod
+    def _project(problem, state, x):
+        """Components ``(p1, p2, pn)`` of the projection of the scaled rows ``x`` onto ``K'``
+        (``μ = 0``: the half-line ``R₊`` of the normal, for frictionless contacts)."""
+        return project_cone_components(*_components(problem, x), state.scaled_friction)
 
     def _objective(self, problem, state, v):
-        x, _, mu_s = self._scaled(problem, state, v)
-        p = self._project(x, mu_s)
-        return 0.5 * v @ v + 0.5 * jnp.sum(p * p)
+        p = self._project(problem, state, self._scaled(state, v))
+        return 0.5 * v @ v + 0.5 * sum(jnp.sum(c * c) for c in p)
 
     def _at(self, problem, state, v):
-        """``state`` moved to ``v``: force ``λ(v)``, ``∇ℓ(v)`` and its round-off bound."""
+        """``state`` moved to ``v``: ``x``, force ``λ(v)``, ``∇ℓ(v)`` and its round-off bound."""
         A = state.sqrt_delassus
-        x, inv_d, mu_s = self._scaled(problem, state, v)
-        force_rows = self._project(x, mu_s) * inv_d
+        inv_d = state.inverse_sqrt_compliance
+        x = self._scaled(state, v)
+        d1, d2, dn = _components(problem, inv_d)
+        p1, p2, pn = self._project(problem, state, x)
+        f1, f2, fn = p1 * d1, p2 * d2, pn * dn
+        force_rows = _rows(problem, f1, f2, fn)
         gradient = v - A.T @ force_rows
         eps = jnp.finfo(v.dtype).eps
-        c_error = eps * (jnp.abs(A) @ jnp.abs(v) + jnp.abs(state.offset)) * inv_d
-        nc3 = 3 * mu_s.shape[0]
-        # per contact with friction: ‖D⁻¹ δc‖ / min √R over its rows; per frictionless row: |δc|/R
-        cone_error = (jnp.linalg.norm(c_error[:nc3].reshape(-1, 3), axis=1)
-                      * jnp.max(inv_d[:nc3].reshape(-1, 3), axis=1))
-        force_error = jnp.concatenate([jnp.repeat(cone_error, 3), c_error[nc3:] * inv_d[nc3:]])
-        rows = force_error + eps * jnp.abs(force_rows)
-        return eqx.tree_at(lambda s: (s.v, s.force, s.gradient, s.gradient_round_off), state,
-                           (v, self._full_force(problem, force_rows), gradient,
-                            jnp.linalg.norm(jnp.abs(A).T @ rows)))
+        # per contact: ‖D⁻¹ δc‖ / min √R over its rows (a frictionless one: |δc| / R)
+        e1, e2, en = _components(problem, eps * (state.abs_sqrt_delassus @ jnp.abs(v)
+                                                 + jnp.abs(state.offset)) * inv_d)
+        cone_error = jnp.sqrt(e1 * e1 + e2 * e2 + en * en) * jnp.maximum(jnp.maximum(d1, d2), dn)
+        rows = _rows(problem, cone_error, cone_error, cone_error) + eps * jnp.abs(force_rows)
+        return eqx.tree_at(
+            lambda s: (s.v, s.force, s.scaled, s.gradient, s.gradient_round_off), state,
+            (v, jnp.stack([f1, f2, fn], axis=1), x, gradient,
+             jnp.linalg.norm(state.abs_sqrt_delassus.T @ rows)))
 
     # -- protocol ------------------------------------------------------------------------------
 
@@ -245,71 +258,96 @@ class PrimalNewton(ContactSolver):
                                                                        jnp.finfo(dtype).tiny)
         R = jnp.maximum(problem.compliance, floor).reshape(-1, 3)
         r_t = jnp.sqrt(R[:, 0] * R[:, 1])
-        R = jnp.stack([r_t, r_t, R[:, 2]], axis=1)
         nc = problem.num_contacts - problem.num_frictionless
-        scaled_friction = problem.friction[:nc] * jnp.sqrt(R[:nc, 0] / R[:nc, 2])
-        R = R.reshape(m)
-        A, R = self._reduce_rows(problem, A), self._reduce_rows(problem, R)
-        offset = self._reduce_rows(problem, problem.free_velocity)
+        scaled_friction = jnp.concatenate([problem.friction[:nc] * jnp.sqrt(r_t[:nc] / R[:nc, 2]),
+                                           jnp.zeros((m // 3 - nc,), dtype)])
+        R = jnp.stack([r_t, r_t, R[:, 2]], axis=1).reshape(m)
+        A = _stored_rows(problem, A)
         # the warm start's tangent forces of frictionless contacts are outside their cone: dropped
         if warm_primal is not None and problem.delassus_factor is not None:
             v = warm_primal
         else:
-            v = A.T @ self._reduce_rows(problem, warm_force.reshape(m))
-        state = NewtonState(v, warm_force, A, offset, 1.0 / jnp.sqrt(R), scaled_friction,
-                            jnp.zeros_like(v), jnp.zeros((), dtype))
+            v = A.T @ _stored_rows(problem, warm_force.reshape(m))
+        offset = _stored_rows(problem, problem.free_velocity)
+        state = NewtonState(v, warm_force, A, jnp.abs(A), offset,
+                            _stored_rows(problem, problem.compliance),
+                            1.0 / jnp.sqrt(_stored_rows(problem, R)), scaled_friction,
+                            jnp.zeros_like(offset), jnp.zeros_like(v), jnp.zeros((), dtype))
         # ℓ(0) = ½‖P(−D⁻¹ g)‖² needs no product with A
-        p0 = self._project(-offset * state.inverse_sqrt_compliance, scaled_friction)
-        cold_is_better = 0.5 * jnp.sum(p0 * p0) < self._objective(problem, state, v)
+        p0 = self._project(problem, state, -state.offset * state.inverse_sqrt_compliance)
+        cold_is_better = 0.5 * sum(jnp.sum(c * c) for c in p0) < self._objective(problem, state, v)
         return self._at(problem, state, jnp.where(cold_is_better, 0.0, v))
 
     def step(self, problem, state):
         A = state.sqrt_delassus
-        rows, k = A.shape
-        v = state.v
-        x, inv_d, mu_s = self._scaled(problem, state, v)
-        grad = state.gradient  # at v, from _at (init or the previous step)
-        nc = mu_s.shape[0]
-        jac = project_cone_jacobian(x[:3 * nc].reshape(nc, 3), mu_s)  # (n_c, 3, 3)
-        inv_d3 = inv_d[:3 * nc].reshape(nc, 3)
-        w = jac * inv_d3[:, :, None] * inv_d3[:, None, :]
-        # Aᵀ blockdiag(w) A without forming the block-diagonal matrix: blockdiag(w) A column by
-        # column of w (an einsum here made XLA:CPU transpose an (n, 3, k) array every iteration)
+        k = A.shape[1]
+        n, nc = problem.num_contacts, problem.num_contacts - problem.num_frictionless
+        d1, d2, dn = _components(problem, state.inverse_sqrt_compliance)
+        j11, j12, j1n, j22, j2n, jnn = project_cone_jacobian_components(
+            *_components(problem, state.scaled), state.scaled_friction)
+        w = [[j * da * db for j, db in zip(row, (d1, d2, dn))]
+             for row, da in zip(((j11, j12, j1n), (j12, j22, j2n), (j1n, j2n, jnn)), (d1, d2, dn))]
+        # Aᵀ blockdiag(W) A with W = D⁻¹ ∂P D⁻¹ without forming the block-diagonal matrix: W A
+        # column by column of W (an einsum here made XLA:CPU transpose an (n, 3, k) array every
+        # iteration); a frictionless contact's only row couples to itself
         A3 = A[:3 * nc].reshape(nc, 3, k)
-        WA = sum(w[:, :, c, None] * A3[:, None, c, :] for c in range(3)).reshape(3 * nc, k)
-        if rows > 3 * nc:  # frictionless rows: ∂ max(x, 0) / R
-            tail = jnp.where(x[3 * nc:] > 0, jnp.square(inv_d[3 * nc:]), 0.0)
-            WA = jnp.concatenate([WA, tail[:, None] * A[3 * nc:]])
+        WA = sum(jnp.stack([w[a][c][:nc] for a in range(3)], axis=1)[:, :, None] * A3[:, None, c, :]
+                 for c in range(3)).reshape(3 * nc, k)
+        if n > nc:
+            WA = jnp.concatenate([WA, w[2][2][nc:, None] * A[3 * nc:]])
         H = jnp.eye(k, dtype=A.dtype) + A.T @ WA
         L = jnp.linalg.cholesky(H)
+        grad = state.gradient  # at v, from _at (init or the previous step)
         dv = -jax.scipy.linalg.cho_solve((L, True), grad)
         dv = jnp.where(jnp.all(jnp.isfinite(dv)), dv, -grad)
         if self.line_search == "exact":
-            alpha = self._line_search(problem, state, v, dv)
+            alpha = self._line_search(problem, state, dv)
         else:
-            alpha = self._armijo(problem, state, v, dv, grad @ dv)
-        return self._at(problem, state, v + alpha * dv)
+            alpha = self._armijo(problem, state, state.v, dv, grad @ dv)
+        return self._at(problem, state, state.v + alpha * dv)
 
-    def _line_search(self, problem, state, v, dv):
+    def _line_search(self, problem, state, dv):
         """Minimiser of ``φ(α) = ℓ(v + α Δv)`` over ``α ≥ 0`` (0 if ``Δv`` is not a descent
         direction): safeguarded Newton on ``φ'`` (see the module docstring)."""
-        x0, inv_d, mu_s = self._scaled(problem, state, v)
-        v, dv, x0, inv_d, mu_s, A = jax.lax.stop_gradient(
-            (v, dv, x0, inv_d, mu_s, state.sqrt_delassus))
-        s = (A @ dv) * inv_d  # D y(v + α Δv) = x0 − α D⁻¹ A Δv moves along −s
+        v, dv, x0, inv_d, mu, A = jax.lax.stop_gradient(
+            (state.v, dv, state.scaled, state.inverse_sqrt_compliance, state.scaled_friction,
+             state.sqrt_delassus))
+        # D y(v + α Δv) = x0 − α s by components
+        x1, x2, xn = _components(problem, x0)
+        s1, s2, sn = _components(problem, (A @ dv) * inv_d)
         v_dv, dv_dv = v @ dv, dv @ dv
+        dtype = v.dtype
+        one = jnp.ones((), dtype)
 
         def slope_and_curvature(alpha):
-            # φ' = (v + αΔv)·Δv − P·s and φ'' = ‖Δv‖² + sᵀ ∂P s: ½‖P_K(x)‖² has gradient P_K(x).
+            # φ' = (v + αΔv)·Δv − P·s and φ'' = ‖Δv‖² + sᵀ ∂P s (½‖P_K(x)‖² has gradient P_K(x)),
+            # by contact in closed form: inside the cone P = y, ∂P = I; in its polar both vanish;
+            # on its surface (u = y_T/t, t = ‖y_T‖, a = u·s_T, β = (μ t + y_N)/(1 + μ²))
+            # P·s = β (μ a + s_N), sᵀ ∂P s = (μ a + s_N)² / (1 + μ²) + μ β (‖s_T‖² − a²) / t.
             # Also the scale of φ''s terms: |φ'| below a few ε of it is round-off, not a slope.
-            p, dp = jax.jvp(lambda x: self._project(x, mu_s), (x0 - alpha * s,), (-s,))
-            ps = jnp.sum(p * s)
-            scale = jnp.abs(v_dv) + alpha * dv_dv + jnp.sum(jnp.abs(p * s))
-            return v_dv + alpha * dv_dv - ps, dv_dv - jnp.sum(dp * s), scale
+            y1, y2, yn = x1 - alpha * s1, x2 - alpha * s2, xn - alpha * sn
+            square = y1 * y1 + y2 * y2
+            is_zero = square == 0
+            t = jnp.where(is_zero, 0.0, jnp.sqrt(jnp.where(is_zero, one, square)))
+            inside = (t <= mu * yn) & (yn >= 0)
+            polar = (mu * t <= -yn) & ~inside
+            t_safe = jnp.where(t > 0, t, one)
+            scale = 1.0 / (1.0 + mu * mu)
+            beta = (mu * t + yn) * scale
+            a = (y1 * s1 + y2 * s2) / t_safe
+            s_t = s1 * s1 + s2 * s2
+            surface_ps = beta * (mu * a + sn)
+            surface_abs = beta * (mu * (jnp.abs(y1 * s1) + jnp.abs(y2 * s2)) / t_safe + jnp.abs(sn))
+            surface_curvature = (mu * a + sn) ** 2 * scale + mu * beta * (s_t - a * a) / t_safe
+            ps = jnp.where(polar, 0.0, jnp.where(inside, y1 * s1 + y2 * s2 + yn * sn, surface_ps))
+            sps = jnp.where(polar, 0.0, jnp.where(inside, s_t + sn * sn, surface_curvature))
+            abs_ps = jnp.where(polar, 0.0, jnp.where(
+                inside, jnp.abs(y1 * s1) + jnp.abs(y2 * s2) + jnp.abs(yn * sn), surface_abs))
+            scale_terms = jnp.abs(v_dv) + alpha * dv_dv + jnp.sum(abs_ps)
+            return v_dv + alpha * dv_dv - jnp.sum(ps), dv_dv + jnp.sum(sps), scale_terms
 
-        dtype = v.dtype
         eps = jnp.finfo(dtype).eps
-        slope0 = v_dv - jnp.sum(self._project(x0, mu_s) * s)
+        slope0 = slope_and_curvature(jnp.zeros((), dtype))[0]
         target = jnp.asarray(self.line_search_tolerance, dtype) * jnp.abs(slope0)
         inf = jnp.asarray(jnp.inf, dtype)
 
@@ -335,8 +373,7 @@ class PrimalNewton(ContactSolver):
             return (~done) & (k < self.line_search_steps)
 
         zero = jnp.zeros((), dtype)
-        carry = (jnp.ones((), dtype), zero, inf, jnp.abs(slope0), jnp.zeros((), jnp.int32),
-                 jnp.zeros((), bool))
+        carry = (one, zero, inf, jnp.abs(slope0), jnp.zeros((), jnp.int32), jnp.zeros((), bool))
         alpha = jax.lax.while_loop(cond, body, carry)[0]
         return jnp.where(slope0 < 0, alpha, 0.0)
 
@@ -351,8 +388,24 @@ class PrimalNewton(ContactSolver):
         return jnp.where(jnp.any(ok), alphas[jnp.argmax(ok)], 0.0)
 
     def criterion(self, problem, state):
-        # with a Delassus factor the contact velocity is B (Bᵀ λ) (ContactProblem.delassus_matvec)
-        return criterion(problem, state.force, "ccp")
+        """The CCP ``ε_abs`` (:func:`~jaxsim_contact.contact.criterion` with ``"ccp"``) at
+        ``λ(v)``, from the stored rows: ``σ = A Aᵀ λ + R λ + g`` with ``Aᵀ λ = v − ∇ℓ`` (one
+        product with ``A``). The tangent velocities of frictionless contacts, which it does not
+        store, do not enter the CCP criterion: ``μ = 0`` makes the force's tangents 0 and the
+        dual cone a half-space in the normal."""
+        force_rows = _rows(problem, state.force[:, 0], state.force[:, 1], state.force[:, 2])
+        sigma = (state.sqrt_delassus @ (state.v - state.gradient) + state.compliance * force_rows
+                 + state.offset)
+        l1, l2, ln = state.force[:, 0], state.force[:, 1], state.force[:, 2]
+        s1, s2, sn = _components(problem, sigma)
+        mu = problem.friction
+        p1, p2, pn = project_cone_components(l1, l2, ln, mu)
+        q1, q2, qn = project_cone_components(-s1, -s2, -sn, mu)
+        primal = jnp.sqrt((l1 - p1) ** 2 + (l2 - p2) ** 2 + (ln - pn) ** 2)
+        dual = jnp.sqrt(q1 * q1 + q2 * q2 + qn * qn)
+        complementarity = jnp.abs(l1 * s1 + l2 * s2 + ln * sn)
+        worst = jnp.maximum(jnp.maximum(primal, dual), complementarity)
+        return jnp.max(jnp.where(problem.active, worst, 0.0), initial=0.0)
 
     def at_precision_limit(self, problem, state):
         margin = jnp.asarray(self.round_off_margin, state.v.dtype)

@@ -40,6 +40,8 @@ __all__ = [
     "FORMULATIONS",
     "project_cone",
     "project_cone_jacobian",
+    "project_cone_components",
+    "project_cone_jacobian_components",
     "project_dual_cone",
     "project_pyramid_box",
     "de_saxce",
@@ -246,19 +248,26 @@ def project_cone(x: jax.Array, mu: jax.Array) -> jax.Array:
     Returns:
       ``(..., 3)`` projections. NaN-free (safe norms) for every input including ``x = 0``, ``μ = 0``.
     """
-    x1, x2, xn, t, inside, polar = _cone_branches(x, mu)
-    alpha = (mu * t + xn) / (1.0 + mu * mu)
-    t_safe = jnp.where(t > 0, t, 1.0)
-    # each component on its own: XLA:CPU makes slow programs of size-2/3 axes (docs/sharp_bits.md)
-    out = [jnp.where(polar, 0.0, jnp.where(inside, xi, si))
-           for xi, si in ((x1, mu * alpha * (x1 / t_safe)), (x2, mu * alpha * (x2 / t_safe)), (xn, alpha))]
+    out = project_cone_components(x[..., 0], x[..., 1], x[..., 2], mu)
     return jnp.stack(out, axis=-1).astype(x.dtype)
 
 
-def _cone_branches(x, mu):
-    """``(x_t1, x_t2, x_N, ‖x_T‖, inside, polar)`` of :func:`project_cone`: which of its three
-    branches (identity, zero, surface) each ``x`` takes; ``polar`` excludes ``inside``."""
-    x1, x2, xn = x[..., 0], x[..., 1], x[..., 2]
+def project_cone_components(x1, x2, xn, mu):
+    """:func:`project_cone` on components: ``(p1, p2, pn)`` for ``x = (x1, x2, xn)``, each
+    ``(...)`` like ``mu``. Solvers whose rows are stored by component (``PrimalNewton``) call it
+    directly: XLA:CPU makes slow programs of size-3 axes (docs/sharp_bits.md), and elementwise
+    work on separate components fuses into one loop."""
+    t, inside, polar = _cone_branches(x1, x2, xn, mu)
+    alpha = (mu * t + xn) / (1.0 + mu * mu)
+    t_safe = jnp.where(t > 0, t, 1.0)
+    return tuple(jnp.where(polar, 0.0, jnp.where(inside, xi, si))
+                 for xi, si in ((x1, mu * alpha * (x1 / t_safe)), (x2, mu * alpha * (x2 / t_safe)),
+                                (xn, alpha)))
+
+
+def _cone_branches(x1, x2, xn, mu):
+    """``(‖x_T‖, inside, polar)`` of :func:`project_cone`: which of its three branches (identity,
+    zero, surface) each ``x`` takes; ``polar`` excludes ``inside``."""
     square = x1 * x1 + x2 * x2
     is_zero = square == 0
     # safe_norm's double where, written out: finite value and derivatives at x_T = 0
@@ -267,7 +276,7 @@ def _cone_branches(x, mu):
     # reads 0 <= −0 and would keep a negative normal component (a pulling limit).
     inside = (t <= mu * xn) & (xn >= 0)
     polar = (mu * t <= -xn) & ~inside
-    return x1, x2, xn, t, inside, polar
+    return t, inside, polar
 
 
 def project_cone_jacobian(x: jax.Array, mu: jax.Array) -> jax.Array:
@@ -285,7 +294,16 @@ def project_cone_jacobian(x: jax.Array, mu: jax.Array) -> jax.Array:
       ``(..., 3, 3)``; equals ``jax.jacfwd(project_cone)`` (to rounding), without its three
       tangent evaluations. NaN-free at ``x_T = 0`` (that point is never on the surface branch).
     """
-    x1, x2, xn, t, inside, polar = _cone_branches(x, mu)
+    j11, j12, j1n, j22, j2n, jnn = project_cone_jacobian_components(x[..., 0], x[..., 1], x[..., 2], mu)
+    rows = [[j11, j12, j1n], [j12, j22, j2n], [j1n, j2n, jnn]]
+    return jnp.stack([jnp.stack(row, axis=-1) for row in rows], axis=-2).astype(x.dtype)
+
+
+def project_cone_jacobian_components(x1, x2, xn, mu):
+    """:func:`project_cone_jacobian` on components (see :func:`project_cone_components`): the six
+    distinct entries ``(J_11, J_12, J_1n, J_22, J_2n, J_nn)`` of the symmetric ``∂P/∂x``, each
+    ``(...)`` like ``mu``."""
+    t, inside, polar = _cone_branches(x1, x2, xn, mu)
     scale = 1.0 / (1.0 + mu * mu)
     alpha = (mu * t + xn) * scale
     t_safe = jnp.where(t > 0, t, 1.0)
@@ -293,12 +311,11 @@ def project_cone_jacobian(x: jax.Array, mu: jax.Array) -> jax.Array:
     along = mu * (mu * scale)  # μ² u uᵀ / (1 + μ²) + μ α (I − u uᵀ) / ‖x_T‖, entry by entry
     across = mu * alpha / t_safe
     tn = mu * scale
-    surface = [[along * u1 * u1 + across * (1.0 - u1 * u1), (along - across) * u1 * u2, tn * u1],
-               [(along - across) * u2 * u1, along * u2 * u2 + across * (1.0 - u2 * u2), tn * u2],
-               [tn * u1, tn * u2, scale]]
-    rows = [jnp.stack([jnp.where(polar, 0.0, jnp.where(inside, float(i == j), surface[i][j]))
-                       for j in range(3)], axis=-1) for i in range(3)]
-    return jnp.stack(rows, axis=-2).astype(x.dtype)
+    surface = {(0, 0): along * u1 * u1 + across * (1.0 - u1 * u1), (0, 1): (along - across) * u1 * u2,
+               (0, 2): tn * u1, (1, 1): along * u2 * u2 + across * (1.0 - u2 * u2), (1, 2): tn * u2,
+               (2, 2): scale}
+    return tuple(jnp.where(polar, 0.0, jnp.where(inside, float(i == j), value))
+                 for (i, j), value in surface.items())
 
 
 def project_dual_cone(x: jax.Array, mu: jax.Array) -> jax.Array:

@@ -209,7 +209,15 @@ def _iterate(solver, safe, state0, crit0, unrolled: bool):
 
     def freeze(keep, old, new):
         # Frozen lanes keep their state (explicit mask; also what vmap's select does).
-        return jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), old, new)
+        return jax.tree_util.tree_map(lambda a, b: a if a is b else jnp.where(keep, a, b), old, new)
+
+    def keep_best(better, best, new, state):
+        # A leaf the step passed through unchanged (the same traced value: a factor or scaling
+        # stored in the state) is, without epochs (whose refresh may change it), the same in
+        # every iterate, so the best iterate's copy is kept as it is: a select would make XLA
+        # carry and copy it every iteration.
+        return jax.tree_util.tree_map(lambda b, n, s: b if n is s else jnp.where(better, n, b),
+                                      best, new, state)
 
     def body(carry):
         state, it, done, crit, best, best_crit = carry
@@ -217,12 +225,13 @@ def _iterate(solver, safe, state0, crit0, unrolled: bool):
         new = solver.step(safe, state)
         new_crit = solver.criterion(safe, new)
         new_crit = jnp.where(jnp.isfinite(new_crit), new_crit, jnp.inf)
+        better = ~frozen & (new_crit < best_crit)
+        # without epochs a leaf that step passes through is the same in every iterate
+        best = keep_best(better, best, new, state) if epoch == 0 else freeze(~better, best, new)
         state = freeze(frozen, state, new)
         crit = jnp.where(frozen, crit, new_crit)
         it = jnp.where(frozen, it, it + 1)
         done = done | (crit <= tol) | (~frozen & solver.at_precision_limit(safe, new))
-        better = ~frozen & (new_crit < best_crit)
-        best = freeze(~better, best, new)
         best_crit = jnp.where(better, new_crit, best_crit)
         return state, it, done, crit, best, best_crit
 

@@ -270,7 +270,8 @@ def test_primal_newton_drops_the_tangent_rows_of_frictionless_contacts():
     rank-deficient compliant problems (16 contacts, 24 dofs, two inactive, 5 frictionless whose
     tangent rows of ``G`` are not zero), with and without a Delassus factor, the forces are those
     of the full ``3n``-row iteration on the same problem with ``μ = 0`` there, the frictionless
-    tangent forces are exactly 0 and the CCP criterion on the full ``G`` holds."""
+    tangent forces are exactly 0 and the CCP criterion on the full ``G`` holds and is the one
+    Newton computed from its rows."""
     import equinox as eqx
 
     n, nv, nf = 16, 24, 5
@@ -296,6 +297,9 @@ def test_primal_newton_drops_the_tangent_rows_of_frictionless_contacts():
         reference, reduced = run(solver, reference_problem), run(solver, problem)
         crit = jax.vmap(lambda q, f: C.criterion(q, f, "ccp"))(zero_tail, reduced.force)
         assert np.all(np.asarray(reduced.converged)) and np.all(np.asarray(crit) <= 1e-8), np.asarray(crit)
+        # Newton's own criterion (from its stored rows, no frictionless tangent velocities) is
+        # the general one, to the round-off of σ = G λ + R λ + g (O(1) entries here)
+        np.testing.assert_allclose(reduced.criterion, crit, rtol=1e-6, atol=1e-12)
         scale = 1 + np.abs(np.asarray(reference.force)).max()
         np.testing.assert_allclose(reduced.force, reference.force, atol=1e-6 * scale)
         assert np.all(np.asarray(reduced.force)[:, frictionless, :2] == 0.0)
@@ -357,7 +361,7 @@ def test_primal_newton_line_search_finds_the_minimiser_along_the_line(case):
 
         lo, hi = jax.lax.fori_loop(0, 200, halve, (0.0, hi))
         reference = 0.5 * (lo + hi)
-        alpha = solver._line_search(safe, state, v, dv)
+        alpha = solver._line_search(safe, state, dv)  # state is at v
         return alpha, reference, phi(0.0) - phi(reference), phi(alpha) - phi(reference)
 
     init = jax.jit(lambda p, w: solver.init(p, w, 0.0))
