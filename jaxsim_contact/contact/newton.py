@@ -80,7 +80,7 @@ class NewtonState(eqx.Module):
     It stores the ``r = 3 n_c + n_f`` rows that can carry force: the ``(t1, t2, n)`` rows of the
     ``n_c`` contacts with friction, then the normal row alone of each of the ``n_f``
     frictionless ones (see :class:`~jaxsim_contact.contact.ContactProblem`'s
-    ``num_frictionless``). Vectors are worked on by component (strided slices, ``(n,)`` each):
+    ``num_frictionless``). Vectors are worked on by component (strided slices, ``(n_c,)`` each):
     elementwise work on components fuses into one loop where an ``(n, 3)`` layout makes XLA:CPU
     emit many small programs; matrices keep their row order (a permuted copy of ``A`` cost more
     than it saved).
@@ -91,7 +91,7 @@ class NewtonState(eqx.Module):
         without a Delassus factor); abs_sqrt_delassus: ``|A|`` (for the round-off bound);
       offset: ``g`` ``(r,)``; compliance: the problem's ``R`` ``(r,)`` (for the criterion);
       inverse_sqrt_compliance: ``D⁻¹ = R̂^{-1/2}`` ``(r,)`` (``R̂`` floored, tangents merged);
-      scaled_friction: ``μ √(R_T / R_N)`` ``(n,)`` (0 for frictionless contacts);
+      scaled_friction: ``μ √(R_T / R_N)`` ``(n_c,)`` of the contacts with friction;
       scaled: ``x = −D⁻¹ (A v + g)`` ``(r,)`` at ``v``;
       gradient: ``∇ℓ(v) = v − Aᵀ λ(v)`` ``(k,)``; gradient_round_off: scalar bound of its
         evaluation error (module docstring).
@@ -122,22 +122,19 @@ def _stored_rows(problem: ContactProblem, z):
     return jnp.concatenate([z[:nc3], z[nc3:].reshape((nf, 3) + z.shape[1:])[:, 2]])
 
 
-def _components(problem: ContactProblem, z):
-    """Stored rows ``(r,)`` → components ``(z1, z2, zn)``, each ``(n,)``; frictionless contacts'
-    tangent components are 0. Strided slices of a vector: they fuse into their consumers."""
-    n, nc = problem.num_contacts, problem.num_contacts - problem.num_frictionless
-    z1, z2, zn = z[0:3 * nc:3], z[1:3 * nc:3], z[2:3 * nc:3]
-    if n > nc:
-        pad = jnp.zeros((n - nc,), z.dtype)
-        z1, z2, zn = jnp.concatenate([z1, pad]), jnp.concatenate([z2, pad]), jnp.concatenate([zn, z[3 * nc:]])
-    return z1, z2, zn
+def _split(problem: ContactProblem, z):
+    """Stored rows ``(r,)`` → ``(z1, z2, zn)`` ``(n_c,)`` each, the components of the contacts
+    with friction, and ``zf`` ``(n_f,)``, the frictionless normals. Slices of a vector: they
+    fuse into their consumers (padding the frictionless contacts' tangents with zeros made
+    XLA:CPU emit a concatenation per call)."""
+    nc3 = 3 * (problem.num_contacts - problem.num_frictionless)
+    return z[0:nc3:3], z[1:nc3:3], z[2:nc3:3], z[nc3:]
 
 
-def _rows(problem: ContactProblem, z1, z2, zn):
-    """Components ``(n,)`` each → stored rows ``(r,)`` (inverse of :func:`_components`)."""
-    nc = problem.num_contacts - problem.num_frictionless
-    head = jnp.stack([z1[:nc], z2[:nc], zn[:nc]], axis=1).reshape(3 * nc)
-    return head if zn.shape[0] == nc else jnp.concatenate([head, zn[nc:]])
+def _join(z1, z2, zn, zf):
+    """Inverse of :func:`_split`."""
+    head = jnp.stack([z1, z2, zn], axis=1).reshape(-1)
+    return head if zf.shape[0] == 0 else jnp.concatenate([head, zf])
 
 
 class PrimalNewton(ContactSolver):
@@ -197,9 +194,10 @@ class PrimalNewton(ContactSolver):
 
     @staticmethod
     def _project(problem, state, x):
-        """Components ``(p1, p2, pn)`` of the projection of the scaled rows ``x`` onto ``K'``
-        (``μ = 0``: the half-line ``R₊`` of the normal, for frictionless contacts)."""
-        return project_cone_components(*_components(problem, x), state.scaled_friction)
+        """``(p1, p2, pn, pf)`` (as :func:`_split`): the projection of the scaled rows ``x`` onto
+        ``K'``, and onto ``R₊`` for the frictionless normals."""
+        x1, x2, xn, xf = _split(problem, x)
+        return (*project_cone_components(x1, x2, xn, state.scaled_friction), jnp.maximum(xf, 0.0))
 
     def _objective(self, problem, state, v):
         p = self._project(problem, state, self._scaled(state, v))
@@ -210,21 +208,24 @@ class PrimalNewton(ContactSolver):
         A = state.sqrt_delassus
         inv_d = state.inverse_sqrt_compliance
         x = self._scaled(state, v)
-        d1, d2, dn = _components(problem, inv_d)
-        p1, p2, pn = self._project(problem, state, x)
-        f1, f2, fn = p1 * d1, p2 * d2, pn * dn
-        force_rows = _rows(problem, f1, f2, fn)
+        d1, d2, dn, df = _split(problem, inv_d)
+        p1, p2, pn, pf = self._project(problem, state, x)
+        f1, f2, fn, ff = p1 * d1, p2 * d2, pn * dn, pf * df
+        force_rows = _join(f1, f2, fn, ff)
         gradient = v - A.T @ force_rows
         eps = jnp.finfo(v.dtype).eps
-        # per contact: ‖D⁻¹ δc‖ / min √R over its rows (a frictionless one: |δc| / R)
-        e1, e2, en = _components(problem, eps * (state.abs_sqrt_delassus @ jnp.abs(v)
-                                                 + jnp.abs(state.offset)) * inv_d)
+        # per contact with friction: ‖D⁻¹ δc‖ / min √R over its rows; per frictionless row: |δc|/R
+        e1, e2, en, ef = _split(problem, eps * (state.abs_sqrt_delassus @ jnp.abs(v)
+                                                + jnp.abs(state.offset)) * inv_d)
         cone_error = jnp.sqrt(e1 * e1 + e2 * e2 + en * en) * jnp.maximum(jnp.maximum(d1, d2), dn)
-        rows = _rows(problem, cone_error, cone_error, cone_error) + eps * jnp.abs(force_rows)
+        rows = _join(cone_error, cone_error, cone_error, ef * df) + eps * jnp.abs(force_rows)
+        force = jnp.stack([f1, f2, fn], axis=1)
+        if ff.shape[0]:
+            zero = jnp.zeros_like(ff)
+            force = jnp.concatenate([force, jnp.stack([zero, zero, ff], axis=1)])
         return eqx.tree_at(
             lambda s: (s.v, s.force, s.scaled, s.gradient, s.gradient_round_off), state,
-            (v, jnp.stack([f1, f2, fn], axis=1), x, gradient,
-             jnp.linalg.norm(state.abs_sqrt_delassus.T @ rows)))
+            (v, force, x, gradient, jnp.linalg.norm(state.abs_sqrt_delassus.T @ rows)))
 
     # -- protocol ------------------------------------------------------------------------------
 
@@ -259,8 +260,7 @@ class PrimalNewton(ContactSolver):
         R = jnp.maximum(problem.compliance, floor).reshape(-1, 3)
         r_t = jnp.sqrt(R[:, 0] * R[:, 1])
         nc = problem.num_contacts - problem.num_frictionless
-        scaled_friction = jnp.concatenate([problem.friction[:nc] * jnp.sqrt(r_t[:nc] / R[:nc, 2]),
-                                           jnp.zeros((m // 3 - nc,), dtype)])
+        scaled_friction = problem.friction[:nc] * jnp.sqrt(r_t[:nc] / R[:nc, 2])
         R = jnp.stack([r_t, r_t, R[:, 2]], axis=1).reshape(m)
         A = _stored_rows(problem, A)
         # the warm start's tangent forces of frictionless contacts are outside their cone: dropped
@@ -282,19 +282,19 @@ class PrimalNewton(ContactSolver):
         A = state.sqrt_delassus
         k = A.shape[1]
         n, nc = problem.num_contacts, problem.num_contacts - problem.num_frictionless
-        d1, d2, dn = _components(problem, state.inverse_sqrt_compliance)
-        j11, j12, j1n, j22, j2n, jnn = project_cone_jacobian_components(
-            *_components(problem, state.scaled), state.scaled_friction)
+        d1, d2, dn, df = _split(problem, state.inverse_sqrt_compliance)
+        x1, x2, xn, xf = _split(problem, state.scaled)
+        j11, j12, j1n, j22, j2n, jnn = project_cone_jacobian_components(x1, x2, xn, state.scaled_friction)
         w = [[j * da * db for j, db in zip(row, (d1, d2, dn))]
              for row, da in zip(((j11, j12, j1n), (j12, j22, j2n), (j1n, j2n, jnn)), (d1, d2, dn))]
         # Aᵀ blockdiag(W) A with W = D⁻¹ ∂P D⁻¹ without forming the block-diagonal matrix: W A
         # column by column of W (an einsum here made XLA:CPU transpose an (n, 3, k) array every
         # iteration); a frictionless contact's only row couples to itself
         A3 = A[:3 * nc].reshape(nc, 3, k)
-        WA = sum(jnp.stack([w[a][c][:nc] for a in range(3)], axis=1)[:, :, None] * A3[:, None, c, :]
+        WA = sum(jnp.stack([w[a][c] for a in range(3)], axis=1)[:, :, None] * A3[:, None, c, :]
                  for c in range(3)).reshape(3 * nc, k)
-        if n > nc:
-            WA = jnp.concatenate([WA, w[2][2][nc:, None] * A[3 * nc:]])
+        if n > nc:  # ∂ max(x, 0) / R
+            WA = jnp.concatenate([WA, jnp.where(xf > 0, df * df, 0.0)[:, None] * A[3 * nc:]])
         H = jnp.eye(k, dtype=A.dtype) + A.T @ WA
         L = jnp.linalg.cholesky(H)
         grad = state.gradient  # at v, from _at (init or the previous step)
@@ -313,8 +313,8 @@ class PrimalNewton(ContactSolver):
             (state.v, dv, state.scaled, state.inverse_sqrt_compliance, state.scaled_friction,
              state.sqrt_delassus))
         # D y(v + α Δv) = x0 − α s by components
-        x1, x2, xn = _components(problem, x0)
-        s1, s2, sn = _components(problem, (A @ dv) * inv_d)
+        x1, x2, xn, xf = _split(problem, x0)
+        s1, s2, sn, sf = _split(problem, (A @ dv) * inv_d)
         v_dv, dv_dv = v @ dv, dv @ dv
         dtype = v.dtype
         one = jnp.ones((), dtype)
@@ -343,8 +343,13 @@ class PrimalNewton(ContactSolver):
             sps = jnp.where(polar, 0.0, jnp.where(inside, s_t + sn * sn, surface_curvature))
             abs_ps = jnp.where(polar, 0.0, jnp.where(
                 inside, jnp.abs(y1 * s1) + jnp.abs(y2 * s2) + jnp.abs(yn * sn), surface_abs))
-            scale_terms = jnp.abs(v_dv) + alpha * dv_dv + jnp.sum(abs_ps)
-            return v_dv + alpha * dv_dv - jnp.sum(ps), dv_dv + jnp.sum(sps), scale_terms
+            # frictionless normals: P = max(y, 0), ∂P = [y > 0]
+            yf = xf - alpha * sf
+            pf = jnp.maximum(yf, 0.0)
+            ps = jnp.sum(ps) + jnp.sum(pf * sf)
+            sps = jnp.sum(sps) + jnp.sum(jnp.where(yf > 0, sf * sf, 0.0))
+            scale_terms = jnp.abs(v_dv) + alpha * dv_dv + jnp.sum(abs_ps) + jnp.sum(jnp.abs(pf * sf))
+            return v_dv + alpha * dv_dv - ps, dv_dv + sps, scale_terms
 
         eps = jnp.finfo(dtype).eps
         slope0 = slope_and_curvature(jnp.zeros((), dtype))[0]
@@ -392,20 +397,25 @@ class PrimalNewton(ContactSolver):
         ``λ(v)``, from the stored rows: ``σ = A Aᵀ λ + R λ + g`` with ``Aᵀ λ = v − ∇ℓ`` (one
         product with ``A``). The tangent velocities of frictionless contacts, which it does not
         store, do not enter the CCP criterion: ``μ = 0`` makes the force's tangents 0 and the
-        dual cone a half-space in the normal."""
-        force_rows = _rows(problem, state.force[:, 0], state.force[:, 1], state.force[:, 2])
+        cone the normal half-line, whose projection ignores tangents."""
+        nc = problem.num_contacts - problem.num_frictionless
+        l1, l2, ln = state.force[:nc, 0], state.force[:nc, 1], state.force[:nc, 2]
+        lf = state.force[nc:, 2]
+        force_rows = _join(l1, l2, ln, lf)
         sigma = (state.sqrt_delassus @ (state.v - state.gradient) + state.compliance * force_rows
                  + state.offset)
-        l1, l2, ln = state.force[:, 0], state.force[:, 1], state.force[:, 2]
-        s1, s2, sn = _components(problem, sigma)
-        mu = problem.friction
+        s1, s2, sn, sf = _split(problem, sigma)
+        mu = problem.friction[:nc]
         p1, p2, pn = project_cone_components(l1, l2, ln, mu)
         q1, q2, qn = project_cone_components(-s1, -s2, -sn, mu)
         primal = jnp.sqrt((l1 - p1) ** 2 + (l2 - p2) ** 2 + (ln - pn) ** 2)
         dual = jnp.sqrt(q1 * q1 + q2 * q2 + qn * qn)
         complementarity = jnp.abs(l1 * s1 + l2 * s2 + ln * sn)
         worst = jnp.maximum(jnp.maximum(primal, dual), complementarity)
-        return jnp.max(jnp.where(problem.active, worst, 0.0), initial=0.0)
+        # frictionless (μ = 0): K is the normal half-line and λ_T = 0
+        worst_f = jnp.maximum(jnp.maximum(jnp.maximum(-lf, 0.0), jnp.maximum(-sf, 0.0)), jnp.abs(lf * sf))
+        return jnp.maximum(jnp.max(jnp.where(problem.active[:nc], worst, 0.0), initial=0.0),
+                           jnp.max(jnp.where(problem.active[nc:], worst_f, 0.0), initial=0.0))
 
     def at_precision_limit(self, problem, state):
         margin = jnp.asarray(self.round_off_margin, state.v.dtype)
