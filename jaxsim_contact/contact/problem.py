@@ -253,8 +253,8 @@ def project_cone(x: jax.Array, mu: jax.Array) -> jax.Array:
 
 
 def project_cone_components(x1, x2, xn, mu):
-    """:func:`project_cone` on components: ``(p1, p2, pn)`` for ``x = (x1, x2, xn)``, each
-    ``(...)`` like ``mu``. Solvers whose rows are stored by component (``PrimalNewton``) call it
+    """:func:`project_cone` (seed 001 eq. 10) on components: ``(p1, p2, pn)`` for
+    ``x = (x1, x2, xn)``, each ``(...)`` like ``mu`` (same units as ``x``). Solvers whose rows are stored by component (``PrimalNewton``) call it
     directly: XLA:CPU makes slow programs of size-3 axes (docs/sharp_bits.md), and elementwise
     work on separate components fuses into one loop."""
     t, inside, polar = _cone_branches(x1, x2, xn, mu)
@@ -300,9 +300,9 @@ def project_cone_jacobian(x: jax.Array, mu: jax.Array) -> jax.Array:
 
 
 def project_cone_jacobian_components(x1, x2, xn, mu):
-    """:func:`project_cone_jacobian` on components (see :func:`project_cone_components`): the six
-    distinct entries ``(J_11, J_12, J_1n, J_22, J_2n, J_nn)`` of the symmetric ``∂P/∂x``, each
-    ``(...)`` like ``mu``."""
+    """:func:`project_cone_jacobian` (seed 001 eq. 10, Alg. 4 line 3) on components (see
+    :func:`project_cone_components`): the six distinct entries ``(J_11, J_12, J_1n, J_22, J_2n,
+    J_nn)`` of the symmetric ``∂P/∂x``, each ``(...)`` like ``mu`` (dimensionless)."""
     t, inside, polar = _cone_branches(x1, x2, xn, mu)
     scale = 1.0 / (1.0 + mu * mu)
     alpha = (mu * t + xn) * scale
