@@ -137,6 +137,13 @@ def _join(z1, z2, zn, zf):
     return head if zf.shape[0] == 0 else jnp.concatenate([head, zf])
 
 
+def _safe_sqrt(x):
+    """``√x`` with a finite derivative at 0 (the criterion's norms are often exactly 0, and the
+    unrolled gradient mode differentiates them)."""
+    positive = x > 0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, x, 1.0)), 0.0)
+
+
 class PrimalNewton(ContactSolver):
     """Newton's method on the primal compliant CCP (seed 001 Alg. 4) with an exact line search
     (default) or the seed's Armijo backtracking.
@@ -408,8 +415,8 @@ class PrimalNewton(ContactSolver):
         mu = problem.friction[:nc]
         p1, p2, pn = project_cone_components(l1, l2, ln, mu)
         q1, q2, qn = project_cone_components(-s1, -s2, -sn, mu)
-        primal = jnp.sqrt((l1 - p1) ** 2 + (l2 - p2) ** 2 + (ln - pn) ** 2)
-        dual = jnp.sqrt(q1 * q1 + q2 * q2 + qn * qn)
+        primal = _safe_sqrt((l1 - p1) ** 2 + (l2 - p2) ** 2 + (ln - pn) ** 2)
+        dual = _safe_sqrt(q1 * q1 + q2 * q2 + qn * qn)
         complementarity = jnp.abs(l1 * s1 + l2 * s2 + ln * sn)
         worst = jnp.maximum(jnp.maximum(primal, dual), complementarity)
         # frictionless (μ = 0): K is the normal half-line and λ_T = 0
