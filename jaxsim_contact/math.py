@@ -24,6 +24,7 @@ __all__ = [
     "argmin_packed",
     "coordinate_dot",
     "safe_norm",
+    "safe_sqrt",
     "safe_normalize",
     "quat_mul",
     "quat_conj",
@@ -130,11 +131,17 @@ def safe_norm(x: jax.Array, axis: int = -1, keepdims: bool = False) -> jax.Array
       ``(...)`` norms (or ``(..., 1)`` with ``keepdims``); 0 where ``x`` is exactly zero, with a zero
       gradient there (the subgradient of minimal norm).
     """
-    sq = jnp.sum(x * x, axis=axis, keepdims=True)
-    is_zero = sq == 0
-    # Double where: the sqrt never sees 0, so its derivative 1/(2 sqrt) never becomes inf * 0.
-    norm = jnp.where(is_zero, 0.0, jnp.sqrt(jnp.where(is_zero, 1.0, sq)))
+    norm = safe_sqrt(jnp.sum(x * x, axis=axis, keepdims=True))
     return norm if keepdims else jnp.squeeze(norm, axis=axis)
+
+
+def safe_sqrt(square: jax.Array) -> jax.Array:
+    """``√square`` of a sum of squares (any shape, ``≥ 0``) whose value and derivatives are finite
+    at 0: 0 there, with a zero derivative. For norms written component by component (XLA:CPU is
+    slow on reductions over size-2/3 axes, docs/sharp_bits.md)."""
+    is_zero = square == 0
+    # Double where: the sqrt never sees 0, so its derivative 1/(2 sqrt) never becomes inf * 0.
+    return jnp.where(is_zero, 0.0, jnp.sqrt(jnp.where(is_zero, 1.0, square)))
 
 
 def safe_normalize(

@@ -68,7 +68,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .problem import ContactProblem, project_cone_components, project_cone_jacobian_components
+from ..math import safe_sqrt
+from .problem import (ContactProblem, _cone_branches, project_cone_components,
+                      project_cone_jacobian_components)
 from .solve import ContactSolver
 
 __all__ = ["PrimalNewton", "NewtonState"]
@@ -135,13 +137,6 @@ def _join(z1, z2, zn, zf):
     """Inverse of :func:`_split`."""
     head = jnp.stack([z1, z2, zn], axis=1).reshape(-1)
     return head if zf.shape[0] == 0 else jnp.concatenate([head, zf])
-
-
-def _safe_sqrt(x):
-    """``√x`` with a finite derivative at 0 (the criterion's norms are often exactly 0, and the
-    unrolled gradient mode differentiates them)."""
-    positive = x > 0
-    return jnp.where(positive, jnp.sqrt(jnp.where(positive, x, 1.0)), 0.0)
 
 
 class PrimalNewton(ContactSolver):
@@ -333,11 +328,7 @@ class PrimalNewton(ContactSolver):
             # P·s = β (μ a + s_N), sᵀ ∂P s = (μ a + s_N)² / (1 + μ²) + μ β (‖s_T‖² − a²) / t.
             # Also the scale of φ''s terms: |φ'| below a few ε of it is round-off, not a slope.
             y1, y2, yn = x1 - alpha * s1, x2 - alpha * s2, xn - alpha * sn
-            square = y1 * y1 + y2 * y2
-            is_zero = square == 0
-            t = jnp.where(is_zero, 0.0, jnp.sqrt(jnp.where(is_zero, one, square)))
-            inside = (t <= mu * yn) & (yn >= 0)
-            polar = (mu * t <= -yn) & ~inside
+            t, inside, polar = _cone_branches(y1, y2, yn, mu)
             t_safe = jnp.where(t > 0, t, one)
             scale = 1.0 / (1.0 + mu * mu)
             beta = (mu * t + yn) * scale
@@ -415,8 +406,9 @@ class PrimalNewton(ContactSolver):
         mu = problem.friction[:nc]
         p1, p2, pn = project_cone_components(l1, l2, ln, mu)
         q1, q2, qn = project_cone_components(-s1, -s2, -sn, mu)
-        primal = _safe_sqrt((l1 - p1) ** 2 + (l2 - p2) ** 2 + (ln - pn) ** 2)
-        dual = _safe_sqrt(q1 * q1 + q2 * q2 + qn * qn)
+        # safe: residuals are often exactly 0, and the unrolled gradient mode differentiates them
+        primal = safe_sqrt((l1 - p1) ** 2 + (l2 - p2) ** 2 + (ln - pn) ** 2)
+        dual = safe_sqrt(q1 * q1 + q2 * q2 + qn * qn)
         complementarity = jnp.abs(l1 * s1 + l2 * s2 + ln * sn)
         worst = jnp.maximum(jnp.maximum(primal, dual), complementarity)
         # frictionless (μ = 0): K is the normal half-line and λ_T = 0

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..math import safe_norm
+from ..math import safe_norm, safe_sqrt
 
 __all__ = [
     "ContactProblem",
@@ -254,8 +254,8 @@ def project_cone(x: jax.Array, mu: jax.Array) -> jax.Array:
 
 def project_cone_components(x1, x2, xn, mu):
     """:func:`project_cone` (seed 001 eq. 10) on components: ``(p1, p2, pn)`` for
-    ``x = (x1, x2, xn)``, each ``(...)`` like ``mu`` (same units as ``x``). Solvers whose rows are stored by component (``PrimalNewton``) call it
-    directly: XLA:CPU makes slow programs of size-3 axes (docs/sharp_bits.md), and elementwise
+    ``x = (x1, x2, xn)``, each ``(...)`` like ``mu`` (same units as ``x``). Solvers whose rows
+    are stored by component (``PrimalNewton``) call it directly: XLA:CPU makes slow programs of size-3 axes (docs/sharp_bits.md), and elementwise
     work on separate components fuses into one loop."""
     t, inside, polar = _cone_branches(x1, x2, xn, mu)
     alpha = (mu * t + xn) / (1.0 + mu * mu)
@@ -268,10 +268,7 @@ def project_cone_components(x1, x2, xn, mu):
 def _cone_branches(x1, x2, xn, mu):
     """``(‖x_T‖, inside, polar)`` of :func:`project_cone`: which of its three branches (identity,
     zero, surface) each ``x`` takes; ``polar`` excludes ``inside``."""
-    square = x1 * x1 + x2 * x2
-    is_zero = square == 0
-    # safe_norm's double where, written out: finite value and derivatives at x_T = 0
-    t = jnp.where(is_zero, 0.0, jnp.sqrt(jnp.where(is_zero, 1.0, square)))
+    t = safe_sqrt(x1 * x1 + x2 * x2)  # finite value and derivatives at x_T = 0
     # `xn >= 0`: with μ = 0 and x_T = 0 (a joint-limit row, a frictionless contact) `t <= μ xn`
     # reads 0 <= −0 and would keep a negative normal component (a pulling limit).
     inside = (t <= mu * xn) & (xn >= 0)

@@ -42,6 +42,12 @@ def eqx_replace_compliance(p, R):
     return eqx.tree_at(lambda q: q.compliance, p, R)
 
 
+def eqx_replace_free_velocity(p, g):
+    import equinox as eqx
+
+    return eqx.tree_at(lambda q: q.free_velocity, p, g)
+
+
 _COMPILED = {}
 
 
@@ -339,12 +345,6 @@ def test_primal_newton_unrolled_derivatives_are_finite_with_zero_residuals():
                     - np.asarray(jax.jit(solve)(g0.at[i].add(-h))[0])) / (2 * h) for i in range(3)], -1)
     np.testing.assert_allclose(np.asarray(jf[0])[..., :3], fd, atol=1e-5 * (1 + np.abs(fd).max()))
     np.testing.assert_allclose(jf[0], jr[0], atol=1e-8)
-
-
-def eqx_replace_free_velocity(p, g):
-    import equinox as eqx
-
-    return eqx.tree_at(lambda q: q.free_velocity, p, g)
 
 
 def test_primal_newton_stops_at_its_round_off_limit_on_rigid_stacks():
