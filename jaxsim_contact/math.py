@@ -22,6 +22,7 @@ __all__ = [
     "argmin_first",
     "argmax_packed",
     "argmin_packed",
+    "first_true_indices",
     "coordinate_dot",
     "safe_norm",
     "safe_sqrt",
@@ -31,6 +32,8 @@ __all__ = [
     "quat_rotate",
     "quat_to_matrix",
     "matrix_to_quat",
+    "matrix_rotate",
+    "matrix_inverse_rotate",
     "quat_from_axis_angle",
     "quat_normalize",
     "Transform",
@@ -108,6 +111,25 @@ def _first_index_of(x, extreme, axis):
     index = jax.lax.broadcasted_iota(jnp.int32, x.shape, axis % x.ndim)
     first = jnp.min(jnp.where(x == extreme, index, n), axis=axis)
     return jnp.minimum(first, n - 1)  # a NaN slice matches nowhere: keep the index in range
+
+
+def first_true_indices(mask: jax.Array, size: int) -> jax.Array:
+    """Indices ``(size,)`` int32 of the first ``size`` True entries of a 1-D ``mask``, ascending.
+
+    Positions past the number of True entries hold indices of False entries (unspecified which):
+    mask them with ``arange(size) < sum(mask)``. Same leading entries as
+    ``jnp.nonzero(mask, size=size)``, computed as one ``lax.top_k`` on the scores ``n - i`` of the
+    True entries: XLA:CPU emits two kernels for it where ``nonzero``'s cumulative sum and scatter
+    are ~17, and it runs faster (768 entries: 2.5 vs 5.5 µs per row batched).
+    """
+    n = mask.shape[-1]
+    if mask.ndim != 1 or not 0 < size <= n:
+        raise ValueError(f"first_true_indices needs a 1-D mask and 0 < size <= {n}, got "
+                         f"shape {mask.shape} and size {size}")
+    if n >= 2**24:  # the scores are float32 (XLA:CPU's TopK kernel); exact below 2**24
+        raise ValueError(f"first_true_indices supports masks shorter than 2**24, got {n}")
+    score = jnp.where(mask, n - jnp.arange(n), -1).astype(jnp.float32)
+    return jax.lax.top_k(score, size)[1].astype(jnp.int32)
 
 
 def coordinate_dot(a, b):
@@ -209,6 +231,24 @@ def quat_to_matrix(q: jax.Array) -> jax.Array:
         ],
         axis=-2,
     )
+
+
+def matrix_rotate(rotation: jax.Array, v: jax.Array) -> jax.Array:
+    """``R v`` for a ``(3, 3)`` rotation matrix and ``(..., 3)`` vectors, as a sum of the columns
+    of ``R`` scaled by the components of ``v``.
+
+    Same value as ``rotation @ v`` (to rounding); written elementwise so that XLA fuses it with its
+    producer and consumer instead of emitting a separate reduction (or, for :func:`quat_rotate`,
+    concatenation) kernel — in loops that rotate every iteration with a loop-invariant ``R``
+    (GJK/EPA support maps) that is fewer kernels to compile and to launch.
+    """
+    return (rotation[:, 0] * v[..., 0:1] + rotation[:, 1] * v[..., 1:2]
+            + rotation[:, 2] * v[..., 2:3])
+
+
+def matrix_inverse_rotate(rotation: jax.Array, v: jax.Array) -> jax.Array:
+    """``Rᵀ v`` for a ``(3, 3)`` rotation matrix and ``(..., 3)`` vectors (see :func:`matrix_rotate`)."""
+    return rotation[0] * v[..., 0:1] + rotation[1] * v[..., 1:2] + rotation[2] * v[..., 2:3]
 
 
 def matrix_to_quat(m: jax.Array) -> jax.Array:

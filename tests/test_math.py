@@ -5,7 +5,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsim_contact.math import argmax_first, argmax_packed, argmin_first, argmin_packed, coordinate_dot
+from jaxsim_contact.math import (
+    argmax_first, argmax_packed, argmin_first, argmin_packed, coordinate_dot, first_true_indices,
+    matrix_inverse_rotate, matrix_rotate, quat_normalize, quat_rotate, quat_to_matrix,
+)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -100,3 +103,37 @@ def test_coordinate_dot_is_the_dot_product_over_coordinates():
     np.testing.assert_allclose(coordinate_dot(coords(points), direction), points @ direction, rtol=1e-14)
     batched = jax.jit(jax.vmap(lambda p, o: coordinate_dot(coords(p), coords(o))))
     np.testing.assert_allclose(batched(points, other), np.sum(points * other, axis=-1), rtol=1e-14)
+
+
+@pytest.mark.parametrize("n, size", [(768, 48), (256, 48), (5, 5), (1, 1)])
+def test_first_true_indices_are_nonzeros_leading_entries(n, size):
+    rng = np.random.default_rng(n)
+    for density in (0.0, 0.02, 0.3, 1.0):
+        mask = rng.random(n) < density
+        count = min(int(mask.sum()), size)
+        got = np.asarray(jax.jit(first_true_indices, static_argnums=1)(jnp.asarray(mask), size))
+        assert got.shape == (size,) and got.dtype == np.int32
+        np.testing.assert_array_equal(got[:count], np.flatnonzero(mask)[:count])
+        # the positions past the count hold indices of False entries, in range
+        assert np.all((got[count:] >= 0) & (got[count:] < n)) and not np.any(mask[got[count:]])
+    batched = jax.vmap(lambda m: first_true_indices(m, size))(jnp.asarray(rng.random((3, n)) < 0.5))
+    assert batched.shape == (3, size)
+
+
+def test_first_true_indices_rejects_bad_shapes():
+    with pytest.raises(ValueError, match="1-D mask"):
+        first_true_indices(jnp.ones((2, 3), bool), 2)
+    with pytest.raises(ValueError, match="0 < size"):
+        first_true_indices(jnp.ones(3, bool), 4)
+
+
+def test_matrix_rotations_equal_the_quaternion_rotation_and_its_inverse():
+    rng = np.random.default_rng(7)
+    quat = quat_normalize(jnp.asarray(rng.normal(size=4)))
+    rotation = quat_to_matrix(quat)
+    for shape in [(3,), (5, 3), (2, 4, 3)]:
+        v = jnp.asarray(rng.normal(size=shape))
+        np.testing.assert_allclose(matrix_rotate(rotation, v), quat_rotate(quat, v), atol=1e-14)
+        np.testing.assert_allclose(matrix_inverse_rotate(rotation, matrix_rotate(rotation, v)), v,
+                                   atol=1e-14)
+        np.testing.assert_allclose(matrix_rotate(rotation, v), v @ np.asarray(rotation).T, atol=1e-14)

@@ -20,7 +20,7 @@ import jax.custom_batching
 import jax.numpy as jnp
 
 from ..geometry.shapes import Ellipsoid, Plane, Shape, Sphere
-from ..math import Transform, safe_norm, safe_normalize
+from ..math import Transform, matrix_inverse_rotate, matrix_rotate, safe_norm, safe_normalize
 from .epa import run_epa
 from .gjk import GJK_METHODS, run_gjk
 from .smoothing import (
@@ -82,9 +82,12 @@ def _check_args(shape_a, shape_b, method, max_iterations):
 
 def _world_support(shape: Shape, pose: Transform, core: bool):
     local_support = shape.support_core if core else shape.support
+    # the rotation matrix once, outside the GJK/EPA loops that call fn (see matrix_rotate)
+    rotation = pose.rotation
 
     def fn(direction_world):
-        return pose.apply(local_support(pose.inverse_rotate(direction_world)))
+        direction_local = matrix_inverse_rotate(rotation, direction_world)
+        return matrix_rotate(rotation, local_support(direction_local)) + pose.pos
 
     return fn
 
@@ -428,9 +431,8 @@ def _polish_smooth(shape_a, pose_a, shape_b, pose_b, signed, point_a, point_b, n
         return safe_normalize(n + dn, fallback=n)
 
     start_residual = safe_norm(residual(normal)[3])
-    n = normal
-    for _ in range(_POLISH_STEPS):
-        n = step(n)
+    # a loop, not an unrolled sequence: one compiled body instead of three (compile time)
+    n = jax.lax.fori_loop(0, _POLISH_STEPS, lambda _, n: step(n), normal)
     pa, pb, delta, g = residual(n)
     better = jnp.isfinite(delta) & (safe_norm(g) < start_residual)
     return (

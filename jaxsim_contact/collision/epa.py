@@ -20,7 +20,7 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from ..math import argmin_first, safe_norm, safe_normalize
+from ..math import argmin_first, first_true_indices, safe_norm, safe_normalize
 
 __all__ = ["EPAResult", "run_epa"]
 
@@ -245,9 +245,9 @@ def run_epa(
         enough_slots = (jnp.sum(free) >= num_horizon) & (num_horizon <= max_horizon)
 
         # k-th horizon edge gets the k-th free face slot.
-        edge_ids = jnp.nonzero(horizon.reshape(-1), size=max_horizon, fill_value=0)[0]
+        edge_ids = first_true_indices(horizon.reshape(-1), max_horizon)
         valid = jnp.arange(max_horizon) < num_horizon
-        slots = jnp.nonzero(free, size=max_horizon, fill_value=0)[0].astype(jnp.int32)
+        slots = first_true_indices(free, max_horizon)
         old_face = (edge_ids // 3).astype(jnp.int32)
         old_edge = edge_ids % 3
         start = poly.faces[old_face, old_edge]
@@ -262,37 +262,38 @@ def run_epa(
         starts = jnp.zeros(max_v, jnp.int32).at[start + drop].add(1, mode="drop")
         ends = jnp.zeros(max_v, jnp.int32).at[end + drop].add(1, mode="drop")
         consistent = jnp.all(starts == ends) & jnp.all(starts <= 1) & (num_horizon >= 3)
+        stop = converged | out_of_budget | ~enough_slots | ~consistent
 
+        # A stopping iteration leaves the polytope as it is: its scatters get out-of-range indices
+        # (dropped) instead of selecting between an old and a grown polytope afterwards, so the
+        # loop state is updated in place (no copies of it, fewer kernels to compile and launch).
+        write = valid & ~stop
         new_faces = jnp.stack([start, end, jnp.full_like(start, new_index)], -1)
         new_adjacency = jnp.stack([outer, slot_by_start[end], slot_by_end[start]], -1)
-        slot_or_drop = jnp.where(valid, slots, num_faces)
+        slot_or_drop = jnp.where(write, slots, num_faces)
         faces = poly.faces.at[slot_or_drop].set(new_faces, mode="drop")
         adjacency = poly.adjacency.at[slot_or_drop].set(new_adjacency, mode="drop")
         # The face beyond each horizon edge now borders the new face instead of the removed one.
         outer_edge = jnp.argmax(poly.adjacency[outer] == old_face[:, None], axis=1)
-        outer_or_drop = jnp.where(valid, outer, num_faces)
+        outer_or_drop = jnp.where(write, outer, num_faces)
         adjacency = adjacency.at[outer_or_drop, outer_edge].set(slots, mode="drop")
         added = jnp.zeros(num_faces, bool).at[slot_or_drop].set(True, mode="drop")
-        active = (poly.active & ~visible) | added
+        active = jnp.where(stop, poly.active, (poly.active & ~visible) | added)
 
-        vertices = poly.vertices.at[new_index].set(s, mode="drop")
-        vertices_a = poly.vertices_a.at[new_index].set(s_a, mode="drop")
-        vertices_b = poly.vertices_b.at[new_index].set(s_b, mode="drop")
+        vertex_or_drop = jnp.where(stop, max_v, new_index)
+        vertices = poly.vertices.at[vertex_or_drop].set(s, mode="drop")
+        vertices_a = poly.vertices_a.at[vertex_or_drop].set(s_a, mode="drop")
+        vertices_b = poly.vertices_b.at[vertex_or_drop].set(s_b, mode="drop")
         # Only the fan is new: vertices never move, so every other face keeps its geometry.
         fan_normals, fan_distances, fan_selectable = _face_geometry(vertices, new_faces, tiny_area)
         normals = poly.normals.at[slot_or_drop].set(fan_normals, mode="drop")
         distances = poly.distances.at[slot_or_drop].set(fan_distances, mode="drop")
         selectable = poly.selectable.at[slot_or_drop].set(fan_selectable, mode="drop")
-        grown = _Polytope(
-            vertices, vertices_a, vertices_b, poly.num_vertices + 1, faces, adjacency, active,
-            normals, distances, selectable,
-            iterations=poly.iterations + 1, done=jnp.zeros((), bool), converged=jnp.zeros((), bool),
+        return _Polytope(
+            vertices, vertices_a, vertices_b, poly.num_vertices + jnp.where(stop, 0, 1), faces,
+            adjacency, active, normals, distances, selectable,
+            iterations=poly.iterations + 1, done=stop, converged=converged,
         )
-        stop = converged | out_of_budget | ~enough_slots | ~consistent
-        stopped = poly._replace(
-            iterations=poly.iterations + 1, done=jnp.ones((), bool), converged=converged
-        )
-        return jax.tree_util.tree_map(lambda a, b: jnp.where(stop, a, b), stopped, grown)
 
     def cond(poly: _Polytope):
         return ~poly.done & (poly.iterations < max_vertices)
