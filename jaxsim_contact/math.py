@@ -242,13 +242,24 @@ def matrix_rotate(rotation: jax.Array, v: jax.Array) -> jax.Array:
     concatenation) kernel — in loops that rotate every iteration with a loop-invariant ``R``
     (GJK/EPA support maps) that is fewer kernels to compile and to launch.
     """
+    _check_rotation_matrix(rotation, v)
     return (rotation[:, 0] * v[..., 0:1] + rotation[:, 1] * v[..., 1:2]
             + rotation[:, 2] * v[..., 2:3])
 
 
 def matrix_inverse_rotate(rotation: jax.Array, v: jax.Array) -> jax.Array:
     """``Rᵀ v`` for a ``(3, 3)`` rotation matrix and ``(..., 3)`` vectors (see :func:`matrix_rotate`)."""
+    _check_rotation_matrix(rotation, v)
     return rotation[0] * v[..., 0:1] + rotation[1] * v[..., 1:2] + rotation[2] * v[..., 2:3]
+
+
+def _check_rotation_matrix(rotation, v):
+    # one matrix for all vectors (vmap for a batch of matrices): a stacked (N, 3, 3) array would
+    # otherwise be sliced along the wrong axes without an error
+    if jnp.shape(rotation) != (3, 3) or jnp.shape(v)[-1:] != (3,):
+        raise ValueError(f"matrix_rotate / matrix_inverse_rotate take one (3, 3) matrix and (..., 3) "
+                         f"vectors (vmap over batches of matrices), got {jnp.shape(rotation)} and "
+                         f"{jnp.shape(v)}")
 
 
 def matrix_to_quat(m: jax.Array) -> jax.Array:

@@ -137,3 +137,12 @@ def test_matrix_rotations_equal_the_quaternion_rotation_and_its_inverse():
         np.testing.assert_allclose(matrix_inverse_rotate(rotation, matrix_rotate(rotation, v)), v,
                                    atol=1e-14)
         np.testing.assert_allclose(matrix_rotate(rotation, v), v @ np.asarray(rotation).T, atol=1e-14)
+
+
+def test_matrix_rotations_reject_stacked_matrices():
+    with pytest.raises(ValueError, match="one \\(3, 3\\) matrix"):
+        matrix_rotate(jnp.eye(3)[None].repeat(2, 0), jnp.ones((2, 3)))
+    with pytest.raises(ValueError, match="one \\(3, 3\\) matrix"):
+        matrix_inverse_rotate(jnp.eye(3), jnp.ones((2, 4)))
+    batched = jax.vmap(matrix_rotate)(jnp.eye(3)[None].repeat(2, 0), jnp.ones((2, 3)))
+    np.testing.assert_allclose(batched, np.ones((2, 3)))
