@@ -185,8 +185,7 @@ def _perturbed_solution(problem, solver, force, warm_rho, perturbation):
                             problem.free_velocity + perturbation)
     state0 = solver.init(perturbed, force, warm_rho)
     crit0 = solver.criterion(perturbed, state0)
-    state, _, _, _ = _iterate(solver, perturbed, state0, crit0, unrolled=False)
-    lam = solver.force(perturbed, state)
+    lam, _, _, _, _ = _iterate(solver, perturbed, state0, crit0, unrolled=False)
     ok = jnp.all(jnp.isfinite(lam))
     return jnp.where(problem.active[:, None] & ok, lam, 0.0)
 

@@ -200,8 +200,9 @@ def _iterate(solver, safe, state0, crit0, unrolled: bool):
     A solver with ``epoch_length = k > 0`` runs in epochs: ``refresh`` once, then ``k`` steps
     (an inner fixed-length loop), so per-epoch work such as a refactorisation is paid once per
     ``k`` iterations even under ``vmap``, where a per-step ``cond`` would execute both branches.
-    Returns ``(state, iterations, done, criterion)``: the last state when converged, else the
-    state with the lowest criterion seen (and that criterion).
+    Returns ``(force, rho, iterations, done, criterion)``: ``solver.force`` and ``solver.rho`` of
+    the last iterate when converged, else of the iterate with the lowest criterion seen (and that
+    criterion).
     """
     tol = jnp.asarray(solver.tolerance, crit0.dtype)
     max_it = solver.max_iterations
@@ -211,11 +212,22 @@ def _iterate(solver, safe, state0, crit0, unrolled: bool):
         # Frozen lanes keep their state (explicit mask; also what vmap's select does).
         return jax.tree_util.tree_map(lambda a, b: a if a is b else jnp.where(keep, a, b), old, new)
 
+    def result(state):
+        return solver.force(safe, state), solver.rho(state)
+
+    # The best iterate so far. With epochs (ADMM), only what the caller reads of it is kept:
+    # selecting every leaf (a factorisation, Anderson's history) each iteration made XLA carry and
+    # copy all of them (44 select kernels per ADMM iteration in a tower step; tower and humanoid
+    # steps 6-9 % faster without). Without epochs the whole state is kept, except leaves that step
+    # passes through unchanged (the same traced value: a factor or scaling stored in the state,
+    # then the same in every iterate): tracking (force, rho) alone there measured 3-10 % slower
+    # for PrimalNewton (humanoid, batch 1).
+    def track(state):
+        return result(state) if epoch > 0 else state
+
     def keep_best(better, best, new, state):
-        # A leaf the step passed through unchanged (the same traced value: a factor or scaling
-        # stored in the state) is, without epochs (whose refresh may change it), the same in
-        # every iterate, so the best iterate's copy is kept as it is: a select would make XLA
-        # carry and copy it every iteration.
+        if epoch > 0:
+            return freeze(~better, best, result(new))
         return jax.tree_util.tree_map(lambda b, n, s: b if n is s else jnp.where(better, n, b),
                                       best, new, state)
 
@@ -226,8 +238,7 @@ def _iterate(solver, safe, state0, crit0, unrolled: bool):
         new_crit = solver.criterion(safe, new)
         new_crit = jnp.where(jnp.isfinite(new_crit), new_crit, jnp.inf)
         better = ~frozen & (new_crit < best_crit)
-        # without epochs a leaf that step passes through is the same in every iterate
-        best = keep_best(better, best, new, state) if epoch == 0 else freeze(~better, best, new)
+        best = keep_best(better, best, new, state)
         state = freeze(frozen, state, new)
         crit = jnp.where(frozen, crit, new_crit)
         it = jnp.where(frozen, it, it + 1)
@@ -244,7 +255,7 @@ def _iterate(solver, safe, state0, crit0, unrolled: bool):
         return jax.lax.fori_loop(0, epoch, lambda _, c: body(c), carry)
 
     crit0 = jnp.where(jnp.isfinite(crit0), crit0, jnp.inf)
-    carry = (state0, jnp.zeros((), jnp.int32), crit0 <= tol, crit0, state0, crit0)
+    carry = (state0, jnp.zeros((), jnp.int32), crit0 <= tol, crit0, track(state0), crit0)
     outer, length = (epoch_body, -(-max_it // epoch)) if epoch > 0 else (body, max_it)
     if unrolled:
         carry, _ = jax.lax.scan(lambda c, _: (outer(c), None), carry, None, length=length)
@@ -258,7 +269,8 @@ def _iterate(solver, safe, state0, crit0, unrolled: bool):
     # non-monotone method — ADMM on the NCP, and more so with Anderson extrapolation — can end
     # far above its best). Converged: the last iterate is the first at the tolerance, hence best.
     _, it, done, _, best, best_crit = carry
-    return best, it, done, best_crit
+    force, rho = best if epoch > 0 else result(best)
+    return force, rho, it, done, best_crit
 
 
 def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_start=None,
@@ -339,9 +351,8 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
     state0 = loop_solver.init_with_primal(loop_safe, warm_force, warm_rho,
                                           _warm_primal(problem, loop_primal))
     crit0 = loop_solver.criterion(loop_safe, state0)
-    state, iters, done, crit = _iterate(loop_solver, loop_safe, state0, crit0, unrolled)
+    force, final_rho, iters, done, crit = _iterate(loop_solver, loop_safe, state0, crit0, unrolled)
 
-    force = loop_solver.force(loop_safe, state)
     ok = finite & jnp.all(jnp.isfinite(force))
     mask = jnp.repeat(problem.active, 3).reshape(-1, 3) & ok
     force = jnp.where(mask, force, 0.0)
@@ -356,7 +367,7 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
         perturbations = jax.lax.stop_gradient(
             jnp.where(finite, gradient.perturbations(safe.active, force.dtype), 0.0))
         force = randomized_force(safe, loop_solver, force,
-                                 jax.lax.stop_gradient(loop_solver.rho(state)), perturbations)
+                                 jax.lax.stop_gradient(final_rho), perturbations)
         force = jnp.where(mask, force, 0.0)
     elif not unrolled:
         # Attach the implicit derivative; sanitising outside the rule masks the tangents of
@@ -388,5 +399,5 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
         primal=res.primal,
         dual=res.dual,
         complementarity=res.complementarity,
-        rho=jnp.where(ok, loop_solver.rho(state), 0.0),
+        rho=jnp.where(ok, final_rho, 0.0),
     )
