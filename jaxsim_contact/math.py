@@ -122,10 +122,10 @@ def first_true_indices(mask: jax.Array, size: int) -> jax.Array:
     True entries: XLA:CPU emits two kernels for it where ``nonzero``'s cumulative sum and scatter
     are ~17, and it runs faster (768 entries: 2.5 vs 5.5 µs per row batched).
     """
-    n = mask.shape[-1]
-    if mask.ndim != 1 or not 0 < size <= n:
-        raise ValueError(f"first_true_indices needs a 1-D mask and 0 < size <= {n}, got "
+    if mask.ndim != 1 or not 0 < size <= mask.shape[0]:
+        raise ValueError(f"first_true_indices needs a 1-D mask and 0 < size <= its length, got "
                          f"shape {mask.shape} and size {size}")
+    n = mask.shape[0]
     if n >= 2**24:  # the scores are float32 (XLA:CPU's TopK kernel); exact below 2**24
         raise ValueError(f"first_true_indices supports masks shorter than 2**24, got {n}")
     score = jnp.where(mask, n - jnp.arange(n), -1).astype(jnp.float32)

@@ -255,8 +255,9 @@ def project_cone(x: jax.Array, mu: jax.Array) -> jax.Array:
 def project_cone_components(x1, x2, xn, mu):
     """:func:`project_cone` (seed 001 eq. 10) on components: ``(p1, p2, pn)`` for
     ``x = (x1, x2, xn)``, each ``(...)`` like ``mu`` (same units as ``x``). Solvers whose rows
-    are stored by component (``PrimalNewton``) call it directly: XLA:CPU makes slow programs of size-3 axes (docs/sharp_bits.md), and elementwise
-    work on separate components fuses into one loop."""
+    are stored by component (``PrimalNewton``) call it directly: XLA:CPU makes slow programs of
+    size-3 axes (docs/sharp_bits.md), and elementwise work on separate components fuses into one
+    loop."""
     t, inside, polar = _cone_branches(x1, x2, xn, mu)
     alpha = (mu * t + xn) / (1.0 + mu * mu)
     t_safe = jnp.where(t > 0, t, 1.0)

@@ -215,21 +215,27 @@ def _iterate(solver, safe, state0, crit0, unrolled: bool):
     def result(state):
         return solver.force(safe, state), solver.rho(state)
 
-    # The best iterate so far. With epochs (ADMM), only what the caller reads of it is kept:
-    # selecting every leaf (a factorisation, Anderson's history) each iteration made XLA carry and
-    # copy all of them (44 select kernels per ADMM iteration in a tower step; tower and humanoid
-    # steps 6-9 % faster without). Without epochs the whole state is kept, except leaves that step
-    # passes through unchanged (the same traced value: a factor or scaling stored in the state,
-    # then the same in every iterate): tracking (force, rho) alone there measured 3-10 % slower
-    # for PrimalNewton (humanoid, batch 1).
-    def track(state):
-        return result(state) if epoch > 0 else state
+    # The best iterate so far: ``track`` makes its initial value, ``keep_best`` updates it and
+    # ``best_result`` turns the final one into the (force, rho) the caller reads.
+    if epoch > 0:
+        # With epochs (ADMM) only (force, rho) are tracked: selecting every state leaf (a
+        # factorisation, Anderson's history) each iteration made XLA carry and copy all of them
+        # (44 select kernels per ADMM iteration in a tower step; tower and humanoid steps 6-9 %
+        # faster without).
+        track, best_result = result, lambda best: best
 
-    def keep_best(better, best, new, state):
-        if epoch > 0:
+        def keep_best(better, best, new, state):
             return freeze(~better, best, result(new))
-        return jax.tree_util.tree_map(lambda b, n, s: b if n is s else jnp.where(better, n, b),
-                                      best, new, state)
+    else:
+        # Without epochs the whole state, except leaves that step passes through unchanged (the
+        # same traced value: a factor or scaling stored in the state, then the same in every
+        # iterate); tracking (force, rho) alone measured 3-10 % slower for PrimalNewton
+        # (humanoid, batch 1).
+        track, best_result = (lambda state: state), result
+
+        def keep_best(better, best, new, state):
+            return jax.tree_util.tree_map(lambda b, n, s: b if n is s else jnp.where(better, n, b),
+                                          best, new, state)
 
     def body(carry):
         state, it, done, crit, best, best_crit = carry
@@ -269,7 +275,7 @@ def _iterate(solver, safe, state0, crit0, unrolled: bool):
     # non-monotone method — ADMM on the NCP, and more so with Anderson extrapolation — can end
     # far above its best). Converged: the last iterate is the first at the tolerance, hence best.
     _, it, done, _, best, best_crit = carry
-    force, rho = best if epoch > 0 else result(best)
+    force, rho = best_result(best)
     return force, rho, it, done, best_crit
 
 
