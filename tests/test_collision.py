@@ -168,6 +168,27 @@ def test_nesterov_matches_coal(pair_batch):
     np.testing.assert_array_equal(np.asarray(inter)[decided], d[decided] < 0)
 
 
+def test_batched_epa_equals_single_queries():
+    """Under ``vmap`` EPA starts in a small polytope and continues in the full one where a lane
+    runs out of room (``_batched_first_vertices``); single queries use the full one from the
+    start. Both must give the same answer, including lanes that needed the continuation."""
+    shapes_a, shapes_b, poses_a, poses_b, _ = make_pairs(
+        "ellipsoid", "ellipsoid", TARGETS, SAMPLES, stable_seed("ellipsoid", "ellipsoid")
+    )
+    batched = batched_distance("nesterov")(shapes_a, poses_a, shapes_b, poses_b)
+    iterations = np.asarray(batched.epa_iterations)
+    first = jc.collision.epa.FIRST_TIER_VERTICES
+    assert np.any(iterations > first), iterations  # some lanes continued in the full polytope
+    assert np.any((iterations > 0) & (iterations < first - 4)), iterations  # some did not
+    for i in range(len(iterations)):
+        lane = jax.tree.map(lambda x: x[i], (shapes_a, poses_a, shapes_b, poses_b))
+        single = distance(*lane, method="nesterov")
+        assert int(single.epa_iterations) == iterations[i], i
+        np.testing.assert_allclose(single.signed_distance, batched.signed_distance[i], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(single.normal, batched.normal[i], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(single.point_a, batched.point_a[i], rtol=0, atol=1e-9)
+
+
 @pytest.mark.parametrize("method", ["vanilla", "polyak"])
 # pairs (and batch size) of PAIRS: the Nesterov reference program is the one test_nesterov_matches_coal
 # already compiled (the suite shares compiled programs across tests)

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from ..geometry.shapes import Ellipsoid, Plane, Shape, Sphere
 from ..math import Transform, matrix_inverse_rotate, matrix_rotate, safe_norm, safe_normalize
-from .epa import run_epa
+from .epa import FIRST_TIER_VERTICES, run_epa
 from .gjk import GJK_METHODS, run_gjk
 from .smoothing import (
     RuleConfig,
@@ -347,13 +347,27 @@ def _query(
     return CollisionResult(signed, point_a, point_b, normal, iterations, epa_iterations, converged)
 
 
-def _epa_on(operands, max_vertices, skip):
+def _epa_on(operands, max_vertices, skip, first_vertices):
     shape_a, pose_a, shape_b, pose_b, points, support_a, support_b, mask, length, tol = operands
     core_support = _minkowski_support(shape_a, pose_a, shape_b, pose_b, core=True)
     return run_epa(
         core_support, points, support_a, support_b, mask, length,
-        max_vertices=max_vertices, tolerance=tol, skip=skip,
+        max_vertices=max_vertices, tolerance=tol, skip=skip, first_vertices=first_vertices,
     )
+
+
+def _batched_first_vertices(max_vertices: int) -> int:
+    """Vertex slots of EPA's first polytope under ``vmap`` (``max_vertices``: no first one).
+
+    A batched loop runs as many iterations as its slowest lane, every one over all face slots,
+    so a small first polytope that most lanes finish in pays for its second compiled loop
+    (~+2.5 s) when it is at most a quarter of the budget: vmapped box and 100-vertex hull pairs
+    run ~2x faster at the default 128 (benchmarks/results/gjk_*.md); the pipeline's 64 keep one
+    polytope. A single query's loop cost is mostly per-kernel overhead, not width, so it keeps
+    one polytope (and one compiled loop).
+    """
+    first = FIRST_TIER_VERTICES
+    return first if 4 * first <= max_vertices else max_vertices
 
 
 @functools.cache
@@ -369,13 +383,13 @@ def _gated_epa(max_vertices: int):
     """
 
     def skipped(operands):
-        shapes = jax.eval_shape(lambda o: _epa_on(o, max_vertices, True), operands)
+        shapes = jax.eval_shape(lambda o: _epa_on(o, max_vertices, True, max_vertices), operands)
         return jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
 
     @jax.custom_batching.custom_vmap
     def gated(needs, operands):
         return jax.lax.cond(
-            needs, lambda o: _epa_on(o, max_vertices, False), skipped, operands
+            needs, lambda o: _epa_on(o, max_vertices, False, max_vertices), skipped, operands
         )
 
     @gated.def_vmap
@@ -384,7 +398,8 @@ def _gated_epa(max_vertices: int):
         if not needs_batched:
             needs = jnp.broadcast_to(needs, (axis_size,))
         axes = jax.tree.map(lambda batched: 0 if batched else None, operands_batched)
-        run = jax.vmap(lambda n, o: _epa_on(o, max_vertices, ~n), in_axes=(0, axes))
+        first = _batched_first_vertices(max_vertices)
+        run = jax.vmap(lambda n, o: _epa_on(o, max_vertices, ~n, first), in_axes=(0, axes))
         zeros = jax.tree.map(
             lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(run, needs, operands)
         )
