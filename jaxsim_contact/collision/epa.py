@@ -54,8 +54,8 @@ class EPAResult(NamedTuple):
 
 class _Polytope(NamedTuple):
     vertices: jax.Array  # (V, 3) points of D
-    vertices_a: jax.Array  # (V, 3)
-    vertices_b: jax.Array  # (V, 3)
+    # (V, 2, 3) the support points of A and B behind each vertex (one array: one scatter)
+    witnesses: jax.Array
     num_vertices: jax.Array  # int32
     faces: jax.Array  # (F, 3) int32, counter-clockwise seen from outside
     adjacency: jax.Array  # (F, 3) int32: face across edge e = (faces[f, e], faces[f, e+1])
@@ -156,8 +156,7 @@ def _initial_polytope(support_fn, gjk_points, gjk_a, gjk_b, gjk_mask, max_vertic
 
     num_faces = 2 * max_vertices
     vertices = jnp.zeros((max_vertices, 3), dtype).at[:4].set(v)
-    vertices_a = jnp.zeros((max_vertices, 3), dtype).at[:4].set(va)
-    vertices_b = jnp.zeros((max_vertices, 3), dtype).at[:4].set(vb)
+    witnesses = jnp.zeros((max_vertices, 2, 3), dtype).at[:4].set(jnp.stack([va, vb], 1))
     faces = jnp.zeros((num_faces, 3), jnp.int32).at[:4].set(faces4)
     adjacency = jnp.zeros((num_faces, 3), jnp.int32).at[:4].set(adjacency4)
     active = jnp.zeros(num_faces, bool).at[:4].set(True)
@@ -167,7 +166,7 @@ def _initial_polytope(support_fn, gjk_points, gjk_a, gjk_b, gjk_mask, max_vertic
     distances = jnp.zeros(num_faces, dtype).at[:4].set(distances4)
     selectable = jnp.zeros(num_faces, bool).at[:4].set(selectable4)
     return _Polytope(
-        vertices, vertices_a, vertices_b, jnp.asarray(4, jnp.int32), faces, adjacency, active,
+        vertices, witnesses, jnp.asarray(4, jnp.int32), faces, adjacency, active,
         normals, distances, selectable,
         iterations=jnp.zeros((), jnp.int32), done=jnp.zeros((), bool), converged=jnp.zeros((), bool),
         exhausted=jnp.zeros((), bool),
@@ -213,9 +212,8 @@ def _expand(poly: _Polytope, support_fn: SupportFn, tol, tiny_area) -> _Polytope
         # the closest face (which always sees it). On an exactly convex polytope every seeing
         # face is in that region; in floating point a far face can pass the test by rounding,
         # and removing it would tear a second hole the fan cannot close.
-        sees = poly.active & (
-            jnp.sum(poly.normals * (s - poly.vertices[poly.faces[:, 0]]), -1) > 0
-        )
+        # (the plane offsets are stored: no gather of the faces' vertices)
+        sees = poly.active & (jnp.sum(poly.normals * s, -1) > poly.distances)
         visible = _grow_region(jnp.zeros_like(sees).at[best].set(True), sees, poly.adjacency)
         neighbor_visible = visible[poly.adjacency]  # (F, 3)
         horizon = visible[:, None] & ~neighbor_visible  # (F, 3) edges to re-stitch
@@ -262,15 +260,14 @@ def _expand(poly: _Polytope, support_fn: SupportFn, tol, tiny_area) -> _Polytope
 
         vertex_or_drop = jnp.where(stop, max_v, new_index)
         vertices = poly.vertices.at[vertex_or_drop].set(s, mode="drop")
-        vertices_a = poly.vertices_a.at[vertex_or_drop].set(s_a, mode="drop")
-        vertices_b = poly.vertices_b.at[vertex_or_drop].set(s_b, mode="drop")
+        witnesses = poly.witnesses.at[vertex_or_drop].set(jnp.stack([s_a, s_b]), mode="drop")
         # Only the fan is new: vertices never move, so every other face keeps its geometry.
         fan_normals, fan_distances, fan_selectable = _face_geometry(vertices, new_faces, tiny_area)
         normals = poly.normals.at[slot_or_drop].set(fan_normals, mode="drop")
         distances = poly.distances.at[slot_or_drop].set(fan_distances, mode="drop")
         selectable = poly.selectable.at[slot_or_drop].set(fan_selectable, mode="drop")
         return _Polytope(
-            vertices, vertices_a, vertices_b, poly.num_vertices + jnp.where(stop, 0, 1), faces,
+            vertices, witnesses, poly.num_vertices + jnp.where(stop, 0, 1), faces,
             adjacency, active, normals, distances, selectable,
             # An exhausted iteration is redone with more room; it does not count.
             iterations=poly.iterations + jnp.where(exhausted, 0, 1), done=stop,
@@ -295,8 +292,7 @@ def _pad(poly: _Polytope, max_vertices: int) -> _Polytope:
     num_faces = 2 * max_vertices
     return poly._replace(
         vertices=grow(poly.vertices, max_vertices),
-        vertices_a=grow(poly.vertices_a, max_vertices),
-        vertices_b=grow(poly.vertices_b, max_vertices),
+        witnesses=grow(poly.witnesses, max_vertices),
         faces=grow(poly.faces, num_faces),
         adjacency=grow(poly.adjacency, num_faces),
         active=grow(poly.active, num_faces),
@@ -380,7 +376,7 @@ def run_epa(
     ids = poly.faces[best]
     a, b, c = poly.vertices[ids[0]], poly.vertices[ids[1]], poly.vertices[ids[2]]
     w = _triangle_barycentric(a, b, c, depth * normal)
-    point_a = w @ poly.vertices_a[ids]
-    point_b = w @ poly.vertices_b[ids]
+    point_a = w @ poly.witnesses[ids, 0]
+    point_b = w @ poly.witnesses[ids, 1]
     converged = poly.converged | degenerate
     return EPAResult(depth, normal, point_a, point_b, poly.iterations, converged, degenerate)
