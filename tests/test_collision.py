@@ -375,6 +375,9 @@ def test_bad_query_arguments():
         distance(jc.Plane(), pose([0, 0, 0]), jc.Plane(), pose([0, 0, 1]))
     with pytest.raises(TypeError, match="shape_b"):
         distance(s, pose([0, 0, 0]), "sphere", pose([0, 0, 1]))
+    for budget in (3, 64.0, True):  # EPA's tetrahedron needs 4 slots; a static int
+        with pytest.raises(ValueError, match="epa_max_vertices must be an int >= 4"):
+            jc.collision.distance(s, pose([0, 0, 0]), s, pose([1, 0, 0]), epa_max_vertices=budget)
 
 
 def test_traced_nonfinite_pose_does_not_raise():

@@ -80,6 +80,13 @@ def _check_args(shape_a, shape_b, method, max_iterations):
         raise ValueError("plane-plane collision is not defined (both shapes are unbounded)")
 
 
+def _check_epa_budget(epa_max_vertices):
+    # EPA starts from a tetrahedron: fewer than 4 vertex slots cannot hold it
+    budget = epa_max_vertices
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 4:
+        raise ValueError(f"epa_max_vertices must be an int >= 4, got {epa_max_vertices!r}")
+
+
 def _world_support(shape: Shape, pose: Transform, core: bool):
     local_support = shape.support_core if core else shape.support
     # the rotation matrix once, outside the GJK/EPA loops that call fn (see matrix_rotate)
@@ -179,7 +186,10 @@ def distance(
         (down to ~1e-14 in float64) when directions matter more than speed.
       warm_start: ``(3,)`` initial support direction in the world frame, e.g. the previous
         ``point_a - point_b``. Default: difference of the shape centres (the seed's choice).
-      epa_max_vertices: static EPA polytope budget.
+      epa_max_vertices: static EPA polytope budget (int >= 4; faces: twice as many). Under
+        ``vmap`` with a budget of 128 or more, EPA first grows a 32-vertex polytope and
+        continues in the full one only where a lane runs out of room (same result, faster
+        batches, one more compiled loop; ``jc.collision.epa.run_epa``).
       epa_tolerance: relative EPA tolerance (default 1e-6 in float64, 1e-4 in float32).
       smoothing: derivative estimator (seed 000 "Differentiable Collision Detection"). ``None``:
         the exact implicit rule (eqs. 12, 16–19, 29) with analytic support Hessians — exact for
@@ -199,6 +209,7 @@ def distance(
       TypeError: ``smoothing`` is not a ``Smoothing``, or a stochastic estimator has no ``key``.
     """
     _check_args(shape_a, shape_b, method, max_iterations)
+    _check_epa_budget(epa_max_vertices)
     if smoothing is not None and not isinstance(smoothing, Smoothing):
         raise TypeError(
             f"smoothing must be a jc.collision.Smoothing or None, got {type(smoothing).__name__}"
@@ -276,6 +287,7 @@ def _query(
 ) -> CollisionResult:
     """The GJK / EPA query behind ``distance`` (no derivative rule)."""
     _check_args(shape_a, shape_b, method, max_iterations)
+    _check_epa_budget(epa_max_vertices)
     dtype = jnp.result_type(pose_a.pos, pose_b.pos)
     if isinstance(shape_a, Plane) or isinstance(shape_b, Plane):
         flip = isinstance(shape_b, Plane)

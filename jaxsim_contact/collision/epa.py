@@ -336,8 +336,13 @@ def run_epa(
         ``tolerance * L`` of the face (the depth is then accurate to that).
       skip: traced flag; when True the loop does not run (the result is then meaningless).
       first_vertices: static budget of the first, smaller polytope (``None`` or
-        ``>= max_vertices``: one polytope only). ``FIRST_TIER_VERTICES`` is the tuned size.
+        ``>= max_vertices``: one polytope only); ``distance`` passes ``FIRST_TIER_VERTICES``
+        under ``vmap``.
     """
+    for name, value in (("max_vertices", max_vertices), ("first_vertices", first_vertices)):
+        if value is not None and (not isinstance(value, int) or value < 4):
+            # the initial tetrahedron needs 4 vertex slots
+            raise ValueError(f"run_epa: {name} must be an int >= 4, got {value!r}")
     dtype = gjk_points.dtype
     tol = jnp.asarray(tolerance, dtype) * length_scale
     tiny_area = jnp.asarray(16 * jnp.finfo(dtype).eps, dtype) * length_scale**2
