@@ -82,8 +82,8 @@ def _check_args(shape_a, shape_b, method, max_iterations):
 
 def _check_epa_budget(epa_max_vertices):
     # EPA starts from a tetrahedron: fewer than 4 vertex slots cannot hold it
-    budget = epa_max_vertices
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 4:
+    valid = isinstance(epa_max_vertices, int) and not isinstance(epa_max_vertices, bool)
+    if not valid or epa_max_vertices < 4:
         raise ValueError(f"epa_max_vertices must be an int >= 4, got {epa_max_vertices!r}")
 
 
@@ -373,7 +373,7 @@ def _batched_first_vertices(max_vertices: int) -> int:
 
     A batched loop runs as many iterations as its slowest lane, every one over all face slots,
     so a small first polytope that most lanes finish in pays for its second compiled loop
-    (~+2.5 s) when it is at most a quarter of the budget: vmapped box and 100-vertex hull pairs
+    (+1-2.8 s) when it is at most a quarter of the budget: vmapped box and 100-vertex hull pairs
     run ~2x faster at the default 128 (benchmarks/results/gjk_*.md); the pipeline's 64 keep one
     polytope. A single query's loop cost is mostly per-kernel overhead, not width, so it keeps
     one polytope (and one compiled loop).

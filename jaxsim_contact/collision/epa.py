@@ -154,23 +154,16 @@ def _initial_polytope(support_fn, gjk_points, gjk_a, gjk_b, gjk_mask, max_vertic
     )
     adjacency4 = jnp.argmax(jnp.any(match, axis=3), axis=2).astype(jnp.int32)
 
-    num_faces = 2 * max_vertices
-    vertices = jnp.zeros((max_vertices, 3), dtype).at[:4].set(v)
-    witnesses = jnp.zeros((max_vertices, 2, 3), dtype).at[:4].set(jnp.stack([va, vb], 1))
-    faces = jnp.zeros((num_faces, 3), jnp.int32).at[:4].set(faces4)
-    adjacency = jnp.zeros((num_faces, 3), jnp.int32).at[:4].set(adjacency4)
-    active = jnp.zeros(num_faces, bool).at[:4].set(True)
-    # Geometry of the four real faces only; unused slots are inactive and get theirs when filled.
-    normals4, distances4, selectable4 = _face_geometry(vertices, faces4, tiny_area)
-    normals = jnp.zeros((num_faces, 3), dtype).at[:4].set(normals4)
-    distances = jnp.zeros(num_faces, dtype).at[:4].set(distances4)
-    selectable = jnp.zeros(num_faces, bool).at[:4].set(selectable4)
-    return _Polytope(
-        vertices, witnesses, jnp.asarray(4, jnp.int32), faces, adjacency, active,
-        normals, distances, selectable,
+    # The tetrahedron, then the free and inactive slots of the budget (unused faces get their
+    # geometry when filled).
+    normals4, distances4, selectable4 = _face_geometry(v, faces4, tiny_area)
+    tetrahedron = _Polytope(
+        v, jnp.stack([va, vb], 1), jnp.asarray(4, jnp.int32), faces4, adjacency4,
+        jnp.ones(4, bool), normals4, distances4, selectable4,
         iterations=jnp.zeros((), jnp.int32), done=jnp.zeros((), bool), converged=jnp.zeros((), bool),
         exhausted=jnp.zeros((), bool),
     )
+    return _pad(tetrahedron, max_vertices)
 
 
 def _grow_region(seed: jax.Array, allowed: jax.Array, adjacency: jax.Array) -> jax.Array:
@@ -239,7 +232,7 @@ def _expand(poly: _Polytope, support_fn: SupportFn, tol, tiny_area) -> _Polytope
         ends = jnp.zeros(max_v, jnp.int32).at[end + drop].add(1, mode="drop")
         consistent = jnp.all(starts == ends) & jnp.all(starts <= 1) & (num_horizon >= 3)
         stop = converged | out_of_budget | ~enough_slots | ~consistent
-        # Out of room, not out of luck: a larger budget continues from this polytope (``_pad``).
+        # Out of room, not out of luck: a larger budget continues from this polytope (``run_epa``).
         exhausted = ~converged & (out_of_budget | ~enough_slots)
 
         # A stopping iteration leaves the polytope as it is: its scatters get out-of-range indices
@@ -281,10 +274,11 @@ def _expand(poly: _Polytope, support_fn: SupportFn, tol, tiny_area) -> _Polytope
 
 
 def _pad(poly: _Polytope, max_vertices: int) -> _Polytope:
-    """The same polytope in ``max_vertices`` vertex slots; only exhausted ones continue.
+    """The same polytope in ``max_vertices`` vertex slots (``2 * max_vertices`` face slots).
 
-    Slot indices are unchanged and the new slots are free and inactive, so continuing is
-    exactly what one run with the larger budget would have done (same faces, same slots).
+    Slot indices are unchanged and the new slots are free and inactive, so growing a padded
+    polytope is exactly what one run with the larger budget would have done (same faces, same
+    slots).
     """
     def grow(x, rows):
         return jnp.zeros((rows,) + x.shape[1:], x.dtype).at[: x.shape[0]].set(x)
@@ -299,8 +293,6 @@ def _pad(poly: _Polytope, max_vertices: int) -> _Polytope:
         normals=grow(poly.normals, num_faces),
         distances=grow(poly.distances, num_faces),
         selectable=grow(poly.selectable, num_faces),
-        done=~poly.exhausted,
-        exhausted=jnp.zeros((), bool),
     )
 
 
@@ -352,7 +344,11 @@ def run_epa(
     )
     poly = _expand(poly._replace(done=jnp.asarray(skip)), support_fn, tol, tiny_area)
     if first < max_vertices:
-        poly = _expand(_pad(poly, max_vertices), support_fn, tol, tiny_area)
+        # only the lanes that ran out of room continue
+        poly = _pad(poly, max_vertices)._replace(
+            done=~poly.exhausted, exhausted=jnp.zeros((), bool)
+        )
+        poly = _expand(poly, support_fn, tol, tiny_area)
 
     # Coplanar faces (flat patches of D) tie on distance; the witness must come from the one
     # whose triangle contains the origin's projection, which exists on a convex polytope.
