@@ -74,10 +74,12 @@ finite input: a non-converged solve simply differentiates the mode equations at 
 force; ``jvp`` and ``vjp`` of the same primal classify the modes identically (one deterministic
 function of the primal ``(G, g, μ, R, λ*, τ)``).
 
-Cost (this machine, float64, ``vmap``-ed, load ~2.7): SVD of a batch of 16 matrices 48 × 48
-9.7 ms, of 500 matrices 12 × 12 16 ms — about 3–6× the LU of the 2m × 2m augmented Tikhonov
-system used before (1.7 ms / 4.7 ms), which was neither noise-free nor exactly transposed
-(issue 6).
+Breaking contacts are pinned (``dλ_i = 0``), so only the block of the free (sticking or sliding)
+contacts is factored, in the smallest of ``PSEUDO_INVERSE_TIERS`` contacts that holds them: the
+SVD's ``O((3n)³)`` over every contact slot of a model (float64, one core: 147 rows — the Panda's
+49 slots — 2.8 ms, 204 rows 5.9 ms) becomes 0.3 ms for ≤ 16 free contacts, 48 µs for ≤ 4 and
+nothing when none is free. The SVD is about 3–6× the LU of the 2m × 2m augmented Tikhonov
+system used before, which was neither noise-free nor exactly transposed (issue 6).
 
 Limits (documented, not hidden):
 
@@ -289,8 +291,94 @@ def contact_modes(problem, force: jax.Array, formulation: str = "ncp", tolerance
 RANK_RTOL_EXPONENT = 2.0 / 3.0
 
 
-def _pseudo_inverse_factors(M: jax.Array):
-    """``(U, s⁺, Vᵀ)``: the truncated SVD pseudo-inverse ``M⁺ = V diag(s⁺) Uᵀ`` of ``M`` (``m × m``).
+#: Capacities (contacts) of the small pseudo-inverses tried before the full one
+#: (``_pseudo_inverse_factors``). The SVD costs ``O((3n)³)`` over every contact slot of the model
+#: (Panda: 49 slots, 147 rows, 2.8 ms; Go2: 68 slots, 5.9 ms) while a simulation usually has a
+#: handful of contacts that are not breaking (48 rows: 0.3 ms; 12 rows: 48 µs; none: no SVD).
+PSEUDO_INVERSE_TIERS = (0, 4, 16)
+
+
+def _svd_factors(M: jax.Array):
+    """``(U, s⁺, Vᵀ)`` of ``M`` with singular values below ``ε^{2/3} s_max`` counted as zero."""
+    U, s, Vt = jnp.linalg.svd(M)
+    cutoff = jnp.finfo(M.dtype).eps ** RANK_RTOL_EXPONENT * s[0]
+    keep = s > cutoff
+    s_inv = jnp.where(keep, 1.0 / jnp.where(keep, s, 1.0), 0.0)
+    return U, s_inv, Vt
+
+
+def _free_block(M: jax.Array, free: jax.Array) -> jax.Array:
+    """``M`` with the rows and columns of pinned (breaking) contacts zeroed."""
+    free3 = jnp.repeat(free, 3)
+    return jnp.where(free3[:, None] & free3[None, :], M, 0.0)
+
+
+def _full_factors(M: jax.Array, free: jax.Array):
+    return _svd_factors(_free_block(M, free))
+
+
+def _compact_factors(M: jax.Array, free: jax.Array, contacts: int):
+    """The factors of ``_full_factors`` from an SVD of ``3 * contacts`` rows only.
+
+    Valid when at most ``contacts`` contacts are free: they are gathered first (stable order),
+    the block is factored and its factors are scattered back into ``(3n, 3n)`` arrays whose
+    other singular values are zero — the same ``M⁺`` (zero rows and columns add only zero
+    singular values, which the cutoff drops; ``s_max`` is the block's).
+    """
+    m = M.shape[0]
+    dtype = M.dtype
+    zeros = (jnp.zeros((m, m), dtype), jnp.zeros(m, dtype), jnp.zeros((m, m), dtype))
+    if contacts == 0:  # nothing free: M⁺ restricted to no contact is 0
+        return zeros
+    order = jnp.argsort(~free, stable=True)[:contacts]
+    rows = (3 * order[:, None] + jnp.arange(3)).reshape(-1)
+    U, s_inv, Vt = _svd_factors(_free_block(M[rows][:, rows], free[order]))
+    r = 3 * contacts
+    return (zeros[0].at[rows, :r].set(U), zeros[1].at[:r].set(s_inv), zeros[2].at[:r, rows].set(Vt))
+
+
+@functools.cache
+def _tiered_factors(num_contacts: int):
+    """``_full_factors`` computed from the smallest block (``PSEUDO_INVERSE_TIERS``) that holds the
+    free contacts. ``lax.switch`` on a traced count would become a ``select`` under ``vmap`` (every
+    SVD on every lane); the batching rule switches on the largest count of the batch instead (as
+    ``distance``'s EPA gate)."""
+    # a tier is worth its branch when its SVD costs at most (2/3)³ of the full one
+    capacities = [k for k in PSEUDO_INVERSE_TIERS if 3 * k <= 2 * num_contacts]
+    branches = [functools.partial(_compact_factors, contacts=k) for k in capacities]
+    branches.append(_full_factors)
+
+    def tier(count):
+        return jnp.sum(count > jnp.asarray(capacities, count.dtype))
+
+    @jax.custom_batching.custom_vmap
+    def factors(M, free):
+        return jax.lax.switch(tier(jnp.sum(free)), branches, M, free)
+
+    @factors.def_vmap
+    def _rule(axis_size, in_batched, M, free):
+        M_batched, free_batched = in_batched
+        if not M_batched:
+            M = jnp.broadcast_to(M, (axis_size,) + M.shape)
+        if not free_batched:
+            free = jnp.broadcast_to(free, (axis_size,) + free.shape)
+        index = tier(jnp.max(jnp.sum(free, axis=-1)))
+        out = jax.lax.switch(index, [jax.vmap(b) for b in branches], M, free)
+        return out, (True, True, True)
+
+    return factors
+
+
+def _pseudo_inverse_factors(M: jax.Array, free: jax.Array):
+    """``(U, s⁺, Vᵀ)``: the truncated SVD pseudo-inverse ``M⁺ = V diag(s⁺) Uᵀ`` of ``M`` (``m × m``)
+    restricted to the ``free`` contacts (``(n,)`` bool, ``m = 3n``: sticking or sliding).
+
+    A breaking contact's rows are ``a_i dλ_i = 0`` with a zero right-hand side (seed 004 eq. 8):
+    its ``dλ_i`` is 0 whatever the other rows say, so the system is block triangular and only the
+    free contacts' block ``M_FF`` needs a pseudo-inverse: ``dλ_F = M_FF⁺ b_F``, ``dλ_B = 0``. The
+    factors describe ``M_FF⁺`` embedded in ``m × m`` (zero rows and columns elsewhere), computed
+    from the smallest block of ``PSEUDO_INVERSE_TIERS`` contacts that holds the free ones
+    (``_tiered_factors``).
 
     ``s⁺_k = 1/s_k`` for ``s_k > ε^{2/3} s_max``, else 0 (numerical rank). ``M⁺ b`` is the
     minimum-norm least-squares solution; ``(M⁺)ᵀ = U diag(s⁺) Vᵀ`` uses the same factors, so the
@@ -308,13 +396,7 @@ def _pseudo_inverse_factors(M: jax.Array):
     serve ``lax.custom_linear_solve``, whose derivative uses ``matvec`` (``M``), never the
     factors (the SVD's own derivative is singular at repeated singular values).
     """
-    M = jax.lax.stop_gradient(M)
-    dtype = M.dtype
-    U, s, Vt = jnp.linalg.svd(M)
-    cutoff = jnp.finfo(dtype).eps ** RANK_RTOL_EXPONENT * s[0]
-    keep = s > cutoff
-    s_inv = jnp.where(keep, 1.0 / jnp.where(keep, s, 1.0), 0.0)
-    return U, s_inv, Vt
+    return _tiered_factors(free.shape[0])(jax.lax.stop_gradient(M), free)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
@@ -351,15 +433,15 @@ def _implicit_force_jvp(formulation, primals, tangents):
     n = mu.shape[0]
     A = G + jnp.diag(R)
     lam = force.reshape(3 * n)
-    c_lam, c_sig, c_mu, _ = mode_equations(implicit_formulation(formulation), A, g, mu, active,
-                                           force, tol)
+    c_lam, c_sig, c_mu, modes = mode_equations(implicit_formulation(formulation), A, g, mu, active,
+                                               force, tol)
     M = implicit_matrix(c_lam, c_sig, A)
     # dA λ + dg  (seed 004 eq. 12: the contact velocity's variation at fixed λ*). G is symmetric
     # by contract: only the symmetric part of dG counts, so gradients w.r.t. G are symmetric.
     dG = 0.5 * (dG + dG.T)
     w = (dG @ lam + dR * lam + dg).reshape(n, 3)
     rhs = -(jnp.einsum("irk,ik->ir", c_sig, w) + c_mu * dmu[:, None]).reshape(3 * n)
-    U, s_inv, Vt = _pseudo_inverse_factors(M)
+    U, s_inv, Vt = _pseudo_inverse_factors(M, modes != BREAKING)
 
     def matvec(x):
         return M @ x

@@ -323,6 +323,42 @@ def test_rank_deficient_delassus_velocity_derivatives():
     np.testing.assert_allclose(Js, 0.0, atol=1e-9)
 
 
+def test_pseudo_inverse_of_the_free_block_in_every_tier():
+    """``M⁺`` restricted to the free (sticking/sliding) contacts is the same whichever block size
+    computes it: no free contact, the 4- and 16-contact blocks and the full SVD, single and under
+    ``vmap`` (where the batch takes the tier of its largest count), against ``numpy.linalg.pinv``
+    of the free block with the same relative cutoff — also with a rank-deficient free block."""
+    n = 24  # large enough for every tier of PSEUDO_INVERSE_TIERS
+    assert C.implicit.PSEUDO_INVERSE_TIERS == (0, 4, 16)
+    rng = np.random.default_rng(5)
+    free_counts = (0, 3, 10, 20)  # one per tier: none, ≤ 4, ≤ 16, full
+    Ms, frees, refs = [], [], []
+    for count in free_counts:
+        M = rng.normal(size=(3 * n, 3 * n))
+        free = np.zeros(n, bool)
+        free[rng.choice(n, count, replace=False)] = True
+        rows = np.flatnonzero(np.repeat(free, 3))
+        if count >= 2:  # two free rows equal: the free block is singular
+            M[rows[1]] = M[rows[0]]
+        ref = np.zeros((3 * n, 3 * n))
+        if count:
+            ref[np.ix_(rows, rows)] = np.linalg.pinv(M[np.ix_(rows, rows)], rcond=np.finfo(float).eps ** (2 / 3))
+        Ms.append(M), frees.append(free), refs.append(ref)
+
+    def pinv(M, free):
+        U, s_inv, Vt = C.implicit._pseudo_inverse_factors(M, free)
+        return Vt.T @ (s_inv[:, None] * U.T)
+
+    single = jax.jit(pinv)
+    batched = jax.jit(jax.vmap(pinv))
+    for M, free, ref in zip(Ms, frees, refs):
+        np.testing.assert_allclose(single(jnp.asarray(M), jnp.asarray(free)), ref, rtol=0, atol=1e-10)
+    for lanes in ((0, 1), (0, 1, 2), (0, 1, 2, 3)):  # the batch's tier: 4, 16, full
+        out = batched(jnp.asarray(np.stack([Ms[i] for i in lanes])), jnp.asarray(np.stack([frees[i] for i in lanes])))
+        for k, i in enumerate(lanes):
+            np.testing.assert_allclose(out[k], refs[i], rtol=0, atol=1e-10)
+
+
 # --------------------------------------------------------------------------------------------
 # implicit vs unrolled
 
