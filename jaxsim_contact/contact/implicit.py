@@ -102,6 +102,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+from jax.custom_derivatives import SymbolicZero
 
 from ..math import safe_norm, safe_normalize
 from .problem import de_saxce
@@ -401,7 +402,7 @@ def _pseudo_inverse_factors(M: jax.Array, free: jax.Array):
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
 def implicit_force(formulation: str, delassus, free_velocity, friction, compliance, active,
-                   force, tolerance):
+                   force, tolerance, delassus_factor=None):
     """Identity on the converged ``force`` whose JVP is the implicit derivative (module docstring).
 
     Args (all arrays explicit; the problem must already be sanitised, see
@@ -414,32 +415,53 @@ def implicit_force(formulation: str, delassus, free_velocity, friction, complian
       force: ``(n, 3)`` the solver's output ``λ*`` (its tangent is ignored: ``λ*`` is a function
         of the problem only, not of the iterate that produced it).
       tolerance: scalar solver tolerance ``τ`` for the mode thresholds (tangent ignored).
+      delassus_factor: ``None`` or ``(3n, k)`` ``B`` with ``G = B Bᵀ`` (the sanitised problem's
+        ``delassus_factor``). When it carries a tangent, ``dG λ`` is taken as
+        ``dB (Bᵀλ) + B (dBᵀλ)`` — ``G`` is a function of ``B`` and its own tangent is not read —
+        so forward mode with many tangents (``jacfwd`` of a step) never forms a ``(3n, 3n)``
+        ``dG`` per tangent. Without a tangent on ``B`` (or without ``B``) ``dG`` is used.
     Returns:
       ``force`` unchanged. Tangent ``dλ`` ``(n, 3)``: solution of
       ``(C_λ + C_σ A) dλ = −C_σ (dA λ + dg) − c_μ dμ`` (seed 004 eqs. 11, 44).
     """
     del formulation, delassus, free_velocity, friction, compliance, active, tolerance
+    del delassus_factor
     return force
 
 
-@implicit_force.defjvp
+def _instantiate(tangent, primal):
+    """A concrete tangent for a symbolic zero."""
+    if isinstance(tangent, SymbolicZero):
+        return jnp.zeros(jnp.shape(primal), jnp.result_type(primal))
+    return tangent
+
+
 def _implicit_force_jvp(formulation, primals, tangents):
-    G, g, mu, R, active, force, tol = primals
+    G, g, mu, R, active, force, tol, B = primals
     dG, dg, dmu, dR = tangents[:4]
+    dB = tangents[7]
+    dg, dmu, dR = (_instantiate(t, p) for t, p in ((dg, g), (dmu, mu), (dR, R)))
     # Re-enter the rule for λ*: an identity here, but when this JVP is itself differentiated
     # (jax.hessian, jacfwd of grad) λ* then carries its own implicit tangent, so the system
     # below is differentiated consistently (higher-order derivatives within a contact mode).
-    force = implicit_force(formulation, G, g, mu, R, active, force, tol)
+    force = implicit_force(formulation, G, g, mu, R, active, force, tol, B)
     n = mu.shape[0]
     A = G + jnp.diag(R)
     lam = force.reshape(3 * n)
     c_lam, c_sig, c_mu, modes = mode_equations(implicit_formulation(formulation), A, g, mu, active,
                                                force, tol)
     M = implicit_matrix(c_lam, c_sig, A)
-    # dA λ + dg  (seed 004 eq. 12: the contact velocity's variation at fixed λ*). G is symmetric
-    # by contract: only the symmetric part of dG counts, so gradients w.r.t. G are symmetric.
-    dG = 0.5 * (dG + dG.T)
-    w = (dG @ lam + dR * lam + dg).reshape(n, 3)
+    # dA λ + dg  (seed 004 eq. 12: the contact velocity's variation at fixed λ*)
+    if B is not None and not isinstance(dB, SymbolicZero):
+        # G = B Bᵀ: dG λ = dB (Bᵀλ) + B (dBᵀλ), O(3n·k) per tangent instead of O((3n)²)
+        dG_lam = dB @ (B.T @ lam) + B @ (dB.T @ lam)
+    elif isinstance(dG, SymbolicZero):
+        dG_lam = jnp.zeros_like(lam)
+    else:
+        # G is symmetric by contract: only the symmetric part of dG counts, so gradients
+        # w.r.t. G are symmetric
+        dG_lam = 0.5 * (dG + dG.T) @ lam
+    w = (dG_lam + dR * lam + dg).reshape(n, 3)
     rhs = -(jnp.einsum("irk,ik->ir", c_sig, w) + c_mu * dmu[:, None]).reshape(3 * n)
     U, s_inv, Vt = _pseudo_inverse_factors(M, modes != BREAKING)
 
@@ -455,3 +477,6 @@ def _implicit_force_jvp(formulation, primals, tangents):
     dlam = jax.lax.custom_linear_solve(matvec, rhs, solve, transpose_solve)
     dlam = jnp.where(jnp.repeat(active, 3), dlam, 0.0).reshape(n, 3)
     return force, dlam
+
+
+implicit_force.defjvp(_implicit_force_jvp, symbolic_zeros=True)

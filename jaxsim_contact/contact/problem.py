@@ -78,7 +78,8 @@ class ContactProblem(eqx.Module):
         can exploit a low rank ``k < 3n`` (ADMM's Cholesky variant, through the Woodbury
         identity) use it, as do the criteria (``G λ = B (Bᵀ λ)``, see :meth:`delassus_matvec`)
         and :class:`~jaxsim_contact.contact.PrimalNewton`, so a Newton step never forms ``G``;
-        the other solvers and the implicit derivatives use ``G``.
+        the other solvers use ``G``; the implicit derivative reads ``G``'s variation from ``B``
+        when ``B`` carries a tangent (``dG λ = dB Bᵀλ + B dBᵀλ``, no ``(3n, 3n)`` tangent per direction).
 
     All fields but ``num_frictionless`` are dynamic arrays. When the values are concrete (not
     traced), construction raises ``ValueError`` naming the offending value for mismatched shapes,

@@ -381,7 +381,7 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
         force = implicit_force(
             solver.formulation, safe.delassus, safe.free_velocity, safe.friction,
             safe.compliance, safe.active, force,
-            jax.lax.stop_gradient(jnp.asarray(solver.tolerance, force.dtype)))
+            jax.lax.stop_gradient(jnp.asarray(solver.tolerance, force.dtype)), safe.delassus_factor)
         force = jnp.where(mask, force, 0.0)
     res = contact_residuals(safe, force, solver.residual_formulation)
     res = Residuals(*(jnp.max(x, initial=0.0) for x in res))

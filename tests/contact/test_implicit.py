@@ -359,6 +359,44 @@ def test_pseudo_inverse_of_the_free_block_in_every_tier():
             np.testing.assert_allclose(out[k], refs[i], rtol=0, atol=1e-10)
 
 
+def test_delassus_factor_tangent_equals_delassus_tangent():
+    """With ``delassus_factor`` B (``G = B Bᵀ``) the rule reads ``dG λ`` from ``dB`` (no ``(3n, 3n)``
+    tangent per direction): derivatives w.r.t. B equal those of the same problem given by ``G``
+    alone, and with a constant B a tangent of G is still used — forward and reverse mode."""
+    rng = np.random.default_rng(9)
+    k = 3 * N - 3  # rank-deficient G, as for a multibody with nv < 3n
+    B = jnp.asarray(rng.normal(size=(3 * N, k)) / np.sqrt(k))
+    g = jnp.asarray(rng.normal(size=(N, 3)) * [0.3, 0.3, 1.0] - [0.0, 0.0, 0.5]).reshape(-1)
+    mu = jnp.asarray(rng.uniform(0.3, 1.0, N))
+    solver = SOLVERS["ncp"]
+
+    def by_factor(B):
+        return C.solve(C.ContactProblem(B @ B.T, g, mu, delassus_factor=B), solver).force
+
+    def by_delassus(B):
+        return C.solve(C.ContactProblem(B @ B.T, g, mu), solver).force
+
+    def delassus_with_constant_factor(G):
+        return C.solve(C.ContactProblem(G, g, mu, delassus_factor=B), solver).force
+
+    def delassus_only(G):
+        return C.solve(C.ContactProblem(G, g, mu), solver).force
+
+    modes = C.contact_modes(C.ContactProblem(B @ B.T, g, mu), by_delassus(B))
+    assert np.any(np.asarray(modes) != C.BREAKING), modes  # derivatives are not all zero
+    reference = jax.jit(jax.jacfwd(by_delassus))(B)
+    assert float(jnp.abs(reference).max()) > 1e-2
+    scale = float(jnp.abs(reference).max())
+    for jac in (jax.jacfwd, jax.jacrev):
+        np.testing.assert_allclose(jax.jit(jac(by_factor))(B), reference, rtol=0, atol=1e-7 * scale)
+    G = B @ B.T
+    reference_G = jax.jit(jax.jacfwd(delassus_only))(G)
+    assert float(jnp.abs(reference_G).max()) > 1e-2
+    for jac in (jax.jacfwd, jax.jacrev):
+        np.testing.assert_allclose(jax.jit(jac(delassus_with_constant_factor))(G), reference_G,
+                                   rtol=0, atol=1e-7 * float(jnp.abs(reference_G).max()))
+
+
 # --------------------------------------------------------------------------------------------
 # implicit vs unrolled
 
