@@ -283,12 +283,13 @@ def local_support_hessian(
 # -- helpers on tangents ------------------------------------------------------------------------
 
 
-def _is_zero(tangent) -> bool:
+def is_symbolic_zero(tangent) -> bool:
+    """Every leaf of ``tangent`` is a ``SymbolicZero`` (rules registered with ``symbolic_zeros=True``)."""
     return all(isinstance(t, SymbolicZero) for t in jax.tree_util.tree_leaves(
         tangent, is_leaf=lambda x: isinstance(x, SymbolicZero)))
 
 
-def _instantiate(tangent, primal):
+def instantiate_zeros(tangent, primal):
     """Replace symbolic zeros by concrete zeros (float0 for integer / boolean leaves)."""
 
     def fix(t, p):
@@ -377,7 +378,7 @@ def attach_derivatives(
 def _first_order_tangents(config, primals, tangents):
     shape_a, pose_a, shape_b, pose_b, noise, key, _, _, signed, point_a, point_b, normal = primals
     shape_a_dot, pose_a_dot, shape_b_dot, pose_b_dot = (
-        _instantiate(t, p) for t, p in zip(tangents[:4], primals[:4])
+        instantiate_zeros(t, p) for t, p in zip(tangents[:4], primals[:4])
     )
     dtype = normal.dtype
     smoothing = _smoothing_from(config, noise)
@@ -469,9 +470,9 @@ def _zeroth_order_tangents(config, primals, tangents, query):
     dtype = normal.dtype
     eps = noise.astype(dtype)
     length = jax.lax.stop_gradient(_pair_length(shape_a, shape_b, dtype))
-    with_shapes = not (_is_zero(tangents[0]) and _is_zero(tangents[2]))
+    with_shapes = not (is_symbolic_zero(tangents[0]) and is_symbolic_zero(tangents[2]))
     shape_a_dot, pose_a_dot, shape_b_dot, pose_b_dot = (
-        _instantiate(t, p) for t, p in zip(tangents[:4], primals[:4])
+        instantiate_zeros(t, p) for t, p in zip(tangents[:4], primals[:4])
     )
     # Tangent in the scaled coordinates c of the perturbation θ = θ₀ + S c.
     coords = [

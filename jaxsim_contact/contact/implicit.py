@@ -102,8 +102,8 @@ import functools
 
 import jax
 import jax.numpy as jnp
-from jax.custom_derivatives import SymbolicZero
 
+from ..collision.smoothing import instantiate_zeros, is_symbolic_zero
 from ..math import safe_norm, safe_normalize
 from .problem import de_saxce
 
@@ -429,18 +429,11 @@ def implicit_force(formulation: str, delassus, free_velocity, friction, complian
     return force
 
 
-def _instantiate(tangent, primal):
-    """A concrete tangent for a symbolic zero."""
-    if isinstance(tangent, SymbolicZero):
-        return jnp.zeros(jnp.shape(primal), jnp.result_type(primal))
-    return tangent
-
-
 def _implicit_force_jvp(formulation, primals, tangents):
     G, g, mu, R, active, force, tol, B = primals
     dG, dg, dmu, dR = tangents[:4]
     dB = tangents[7]
-    dg, dmu, dR = (_instantiate(t, p) for t, p in ((dg, g), (dmu, mu), (dR, R)))
+    dg, dmu, dR = instantiate_zeros((dg, dmu, dR), (g, mu, R))
     # Re-enter the rule for λ*: an identity here, but when this JVP is itself differentiated
     # (jax.hessian, jacfwd of grad) λ* then carries its own implicit tangent, so the system
     # below is differentiated consistently (higher-order derivatives within a contact mode).
@@ -452,10 +445,10 @@ def _implicit_force_jvp(formulation, primals, tangents):
                                                force, tol)
     M = implicit_matrix(c_lam, c_sig, A)
     # dA λ + dg  (seed 004 eq. 12: the contact velocity's variation at fixed λ*)
-    if B is not None and not isinstance(dB, SymbolicZero):
+    if B is not None and not is_symbolic_zero(dB):
         # G = B Bᵀ: dG λ = dB (Bᵀλ) + B (dBᵀλ), O(3n·k) per tangent instead of O((3n)²)
         dG_lam = dB @ (B.T @ lam) + B @ (dB.T @ lam)
-    elif isinstance(dG, SymbolicZero):
+    elif is_symbolic_zero(dG):
         dG_lam = jnp.zeros_like(lam)
     else:
         # G is symmetric by contract: only the symmetric part of dG counts, so gradients
