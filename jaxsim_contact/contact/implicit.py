@@ -62,7 +62,7 @@ coordinates rather than the reduced ``(3 n_stk + 2 n_sld)`` unknowns: shapes sta
 
 The system is solved in the minimum-norm least-squares sense with the truncated SVD
 pseudo-inverse ``dλ = M⁺ b`` (singular values below ``ε^{2/3} s_max`` count as zero; see
-:func:`_pseudo_inverse_factors`). Forward mode applies ``M⁺ = V diag(s⁺) Uᵀ``, reverse mode its
+:func:`_pseudo_inverse_solve`). Forward mode applies ``M⁺ = V diag(s⁺) Uᵀ``, reverse mode its
 exact transpose ``U diag(s⁺) Vᵀ`` from the same factors, so ``w·(J t) = (Jᵀ w)·t`` holds to
 rounding on every state — also where ``M`` is singular. Rank-deficient ``G`` in sticking contacts
 gives the minimum-norm ``dλ``, whose ``Jᵀ dλ`` — the physically meaningful part — is unique. Where
@@ -294,19 +294,64 @@ RANK_RTOL_EXPONENT = 2.0 / 3.0
 
 
 #: Capacities (contacts) of the small pseudo-inverses tried before the full one
-#: (``_pseudo_inverse_factors``). The SVD costs ``O((3n)³)`` over every contact slot of the model
+#: (``_pseudo_inverse_solve``). The SVD costs ``O((3n)³)`` over every contact slot of the model
 #: (Panda: 49 slots, 147 rows, 2.8 ms; Go2: 68 slots, 5.9 ms) while a simulation usually has a
 #: handful of contacts that are not breaking (48 rows: 0.3 ms; 12 rows: 48 µs; none: no SVD).
 PSEUDO_INVERSE_TIERS = (0, 4, 16)
 
 
-def _svd_factors(M: jax.Array):
-    """``(U, s⁺, Vᵀ)`` of ``M`` with singular values below ``ε^{2/3} s_max`` counted as zero."""
+class _ImplicitSystem(NamedTuple):
+    """The implicit system ``M = blockdiag(C_λ) + blockdiag(C_σ) A`` by its ingredients.
+
+    ``A = G + diag(R)`` with ``G = B Bᵀ`` when the factor ``B`` ``(3n, k)`` is given (``G`` is then
+    ``None``), else the ``(3n, 3n)`` ``G``. ``c_lam``, ``c_sig``: ``(n, 3, 3)``; ``R``: ``(3n,)``.
+    Only the block of the contacts in use is ever formed (:meth:`block`).
+    """
+
+    c_lam: jax.Array
+    c_sig: jax.Array
+    R: jax.Array
+    G: jax.Array | None
+    B: jax.Array | None
+
+    def matvec(self, x):
+        """``M x`` without forming ``M``: ``(3n,) -> (3n,)``."""
+        n = self.c_lam.shape[0]
+        gx = self.G @ x if self.B is None else self.B @ (x @ self.B)  # x @ B: no Bᵀ residual
+        ax = (gx + self.R * x).reshape(n, 3)
+        xs = x.reshape(n, 3)
+        out = jnp.einsum("irk,ik->ir", self.c_lam, xs) + jnp.einsum("irk,ik->ir", self.c_sig, ax)
+        return out.reshape(3 * n)
+
+    def block(self, contacts: jax.Array | None = None) -> jax.Array:
+        """``M`` restricted to the rows and columns of ``contacts`` (``(k,)`` indices): ``(3k, 3k)``;
+        ``None``: the whole ``(3n, 3n)`` system.
+
+        ``C_λ`` and ``C_σ`` are block diagonal, so ``M_FF = blockdiag(C_λ,F) + blockdiag(C_σ,F) A_FF``.
+        """
+        if contacts is None:
+            G, R, c_lam, c_sig = self.G, self.R, self.c_lam, self.c_sig
+            B = self.B
+        else:
+            rows = (3 * contacts[:, None] + jnp.arange(3)).reshape(-1)
+            G = None if self.G is None else self.G[rows][:, rows]
+            B = None if self.B is None else self.B[rows]
+            R, c_lam, c_sig = self.R[rows], self.c_lam[contacts], self.c_sig[contacts]
+        if B is not None:
+            G = B @ B.T
+        return implicit_matrix(c_lam, c_sig, G + jnp.diag(R))
+
+
+def _pseudo_inverse_apply(M: jax.Array, b: jax.Array, transpose: bool) -> jax.Array:
+    """``M⁺ b`` (or ``(M⁺)ᵀ b``) by the truncated SVD: singular values below ``ε^{2/3} s_max`` count
+    as zero. ``M`` ``(r, r)``, ``b`` ``(r,)``."""
     U, s, Vt = jnp.linalg.svd(M)
     cutoff = jnp.finfo(M.dtype).eps ** RANK_RTOL_EXPONENT * s[0]
     keep = s > cutoff
     s_inv = jnp.where(keep, 1.0 / jnp.where(keep, s, 1.0), 0.0)
-    return U, s_inv, Vt
+    if transpose:
+        return U @ (s_inv * (Vt @ b))
+    return Vt.T @ (s_inv * (U.T @ b))
 
 
 def _free_block(M: jax.Array, free: jax.Array) -> jax.Array:
@@ -315,72 +360,66 @@ def _free_block(M: jax.Array, free: jax.Array) -> jax.Array:
     return jnp.where(free3[:, None] & free3[None, :], M, 0.0)
 
 
-def _full_factors(M: jax.Array, free: jax.Array):
-    return _svd_factors(_free_block(M, free))
-
-
-def _compact_factors(M: jax.Array, free: jax.Array, contacts: int):
-    """The factors of ``_full_factors`` from an SVD of ``3 * contacts`` rows only.
-
-    Valid when at most ``contacts`` contacts are free: they are gathered first (stable order),
-    the block is factored and its factors are scattered back into ``(3n, 3n)`` arrays whose
-    other singular values are zero — the same ``M⁺`` (zero rows and columns add only zero
-    singular values, which the cutoff drops; ``s_max`` is the block's).
-    """
-    m = M.shape[0]
-    dtype = M.dtype
-    zeros = (jnp.zeros((m, m), dtype), jnp.zeros(m, dtype), jnp.zeros((m, m), dtype))
+def _block_solve(system: _ImplicitSystem, free: jax.Array, b: jax.Array, contacts: int,
+                 transpose: bool) -> jax.Array:
+    """``M_FF⁺ b_F`` embedded in ``(3n,)``, from the block of ``contacts`` contact slots that holds
+    the free ones (gathered first, stable order; ``contacts = n``: the whole system). Valid when at
+    most ``contacts`` contacts are free: the gathered pinned ones have zeroed rows and columns,
+    which add only zero singular values (the cutoff drops them; ``s_max`` is the free block's)."""
+    n = free.shape[0]
     if contacts == 0:  # nothing free: M⁺ restricted to no contact is 0
-        return zeros
+        return jnp.zeros_like(b)
+    if contacts == n:
+        return _pseudo_inverse_apply(_free_block(system.block(), free), b, transpose)
     order = jnp.argsort(~free, stable=True)[:contacts]
     rows = (3 * order[:, None] + jnp.arange(3)).reshape(-1)
-    U, s_inv, Vt = _svd_factors(_free_block(M[rows][:, rows], free[order]))
-    r = 3 * contacts
-    return (zeros[0].at[rows, :r].set(U), zeros[1].at[:r].set(s_inv), zeros[2].at[:r, rows].set(Vt))
+    M = _free_block(system.block(order), free[order])
+    return jnp.zeros_like(b).at[rows].set(_pseudo_inverse_apply(M, b[rows], transpose))
 
 
 @functools.cache
-def _tiered_factors(num_contacts: int):
-    """``_full_factors`` computed from the smallest block (``PSEUDO_INVERSE_TIERS``) that holds the
-    free contacts. ``lax.switch`` on a traced count would become a ``select`` under ``vmap`` (every
-    SVD on every lane); the batching rule switches on the largest count of the batch instead (as
-    ``distance``'s EPA gate)."""
+def _tiered_solve(num_contacts: int, transpose: bool):
+    """``_block_solve`` in the smallest block of ``PSEUDO_INVERSE_TIERS`` contacts that holds the free
+    ones (else the whole system). ``lax.switch`` on a traced count would become a ``select``
+    under ``vmap`` (every SVD on every lane); the batching rule switches on the largest count of
+    the batch instead (as ``distance``'s EPA gate), and maps only the batched arguments, so a
+    batch of right-hand sides of one system (``jacfwd``'s directions) factors it once."""
     # a tier is worth its branch when its SVD costs at most (2/3)³ of the full one
     capacities = [k for k in PSEUDO_INVERSE_TIERS if 3 * k <= 2 * num_contacts]
-    branches = [functools.partial(_compact_factors, contacts=k) for k in capacities]
-    branches.append(_full_factors)
+    branches = [functools.partial(_block_solve, contacts=k, transpose=transpose)
+                for k in capacities + [num_contacts]]
 
     def tier(count):
         return jnp.sum(count > jnp.asarray(capacities, count.dtype))
 
     @jax.custom_batching.custom_vmap
-    def factors(M, free):
-        return jax.lax.switch(tier(jnp.sum(free)), branches, M, free)
+    def solve(system, free, b):
+        return jax.lax.switch(tier(jnp.sum(free)), branches, system, free, b)
 
-    @factors.def_vmap
-    def _rule(axis_size, in_batched, M, free):
-        M_batched, free_batched = in_batched
-        if not M_batched:
-            M = jnp.broadcast_to(M, (axis_size,) + M.shape)
-        if not free_batched:
-            free = jnp.broadcast_to(free, (axis_size,) + free.shape)
-        index = tier(jnp.max(jnp.sum(free, axis=-1)))
-        out = jax.lax.switch(index, [jax.vmap(b) for b in branches], M, free)
-        return out, (True, True, True)
+    @solve.def_vmap
+    def _rule(axis_size, in_batched, system, free, b):
+        system_batched, free_batched, b_batched = in_batched
+        axes = jax.tree.map(lambda batched: 0 if batched else None, system_batched)
+        count = jnp.sum(free, axis=-1)
+        index = tier(jnp.max(count) if free_batched else count)
+        mapped = [jax.vmap(branch, in_axes=(axes, 0 if free_batched else None, 0 if b_batched else None),
+                           axis_size=axis_size) for branch in branches]
+        return jax.lax.switch(index, mapped, system, free, b), True
 
-    return factors
+    return solve
 
 
-def _pseudo_inverse_factors(M: jax.Array, free: jax.Array):
-    """``(U, s⁺, Vᵀ)``: the truncated SVD pseudo-inverse ``M⁺ = V diag(s⁺) Uᵀ`` of ``M`` (``m × m``)
-    restricted to the ``free`` contacts (``(n,)`` bool, ``m = 3n``: sticking or sliding).
+def _pseudo_inverse_solve(system: _ImplicitSystem, free: jax.Array, b: jax.Array,
+                          transpose: bool = False) -> jax.Array:
+    """``M⁺ b`` (``transpose``: ``(M⁺)ᵀ b``) for the truncated SVD pseudo-inverse of the implicit
+    system ``M`` (``m × m``, ``m = 3n``) restricted to the ``free`` contacts (``(n,)`` bool:
+    sticking or sliding). ``b``: ``(m,)``.
 
     A breaking contact's rows are ``a_i dλ_i = 0`` with a zero right-hand side (seed 004 eq. 8):
     its ``dλ_i`` is 0 whatever the other rows say, so the system is block triangular and only the
-    free contacts' block ``M_FF`` needs a pseudo-inverse: ``dλ_F = M_FF⁺ b_F``, ``dλ_B = 0``. The
-    factors describe ``M_FF⁺`` embedded in ``m × m`` (zero rows and columns elsewhere), computed
-    from the smallest block of ``PSEUDO_INVERSE_TIERS`` contacts that holds the free ones
-    (``_tiered_factors``).
+    free contacts' block ``M_FF`` needs a pseudo-inverse: ``dλ_F = M_FF⁺ b_F``, ``dλ_B = 0``. That
+    block alone is formed and factored, in the smallest of ``PSEUDO_INVERSE_TIERS`` contacts that
+    holds the free ones (``_tiered_solve``); with none free nothing is computed.
 
     ``s⁺_k = 1/s_k`` for ``s_k > ε^{2/3} s_max``, else 0 (numerical rank). ``M⁺ b`` is the
     minimum-norm least-squares solution; ``(M⁺)ᵀ = U diag(s⁺) Vᵀ`` uses the same factors, so the
@@ -394,38 +433,12 @@ def _pseudo_inverse_factors(M: jax.Array, free: jax.Array):
     inconsistent part of the right-hand side then dominates ``dλ`` with a rounding-dependent
     value (and the LU solves of the augmented system used before were not exact transposes at
     its condition number ``~1/c``, so ``jvp`` and ``vjp`` disagreed — issue 6). The hard cutoff
-    removes the noise direction. The factors are computed on ``stop_gradient(M)``: they only
-    serve ``lax.custom_linear_solve``, whose derivative uses ``matvec`` (``M``), never the
-    factors (the SVD's own derivative is singular at repeated singular values).
+    removes the noise direction. The system is taken under ``stop_gradient``: this only serves
+    ``lax.custom_linear_solve``, whose derivative uses ``matvec`` (``M``), never the factors
+    (the SVD's own derivative is singular at repeated singular values).
     """
-    return _tiered_factors(free.shape[0])(jax.lax.stop_gradient(M), free)
-
-
-class _ImplicitSystem(NamedTuple):
-    """The implicit system ``M = blockdiag(C_λ) + blockdiag(C_σ) A`` by its ingredients.
-
-    ``A = G + diag(R)`` with ``G = B Bᵀ`` when the factor ``B`` ``(3n, k)`` is given (``G`` is then
-    ``None``), else the ``(3n, 3n)`` ``G``. ``c_lam``, ``c_sig``: ``(n, 3, 3)``; ``R``: ``(3n,)``.
-    """
-
-    c_lam: jax.Array
-    c_sig: jax.Array
-    R: jax.Array
-    G: jax.Array | None
-    B: jax.Array | None
-
-    def delassus_matvec(self, x):
-        return self.G @ x if self.B is None else self.B @ (x @ self.B)  # no Bᵀ residual
-
-    def matvec(self, x):
-        n = self.c_lam.shape[0]
-        ax = (self.delassus_matvec(x) + self.R * x).reshape(n, 3)
-        xs = x.reshape(n, 3)
-        return (jnp.einsum("irk,ik->ir", self.c_lam, xs) + jnp.einsum("irk,ik->ir", self.c_sig, ax)).reshape(3 * n)
-
-    def matrix(self):
-        G = self.G if self.B is None else self.B @ self.B.T
-        return implicit_matrix(self.c_lam, self.c_sig, G + jnp.diag(self.R))
+    system = jax.lax.stop_gradient(system)
+    return _tiered_solve(free.shape[0], transpose)(system, free, b)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
@@ -484,11 +497,11 @@ def _implicit_force_jvp(formulation, primals, tangents):
         dG_lam = 0.5 * (dG + dG.T) @ lam
     w = (dG_lam + dR * lam + dg).reshape(n, 3)
     rhs = -(jnp.einsum("irk,ik->ir", c_sig, w) + c_mu * dmu[:, None]).reshape(3 * n)
-    # The system is handed to the linear solve as its small ingredients, and M and its factors are
-    # built inside `solve` / `transpose_solve`: under reverse mode those run in the backward pass,
-    # so a rollout's residuals are C_λ, C_σ, R and B (or G) per step instead of M, U and Vᵀ
-    # ((3n)² each, stacked over the steps: ~0.5 MB per Panda step). Forward mode evaluates
-    # `solve` once per step as before. B stands for G exactly when dG λ is read from it (above).
+    # The system is handed to the linear solve as its small ingredients; the block of the free
+    # contacts and its factors are built inside `solve` / `transpose_solve`. Under reverse mode
+    # those run in the backward pass, so a rollout's residuals are C_λ, C_σ, R and B (or G) per
+    # step instead of M, U and Vᵀ ((3n)² each, stacked over the steps: ~0.5 MB per Panda step).
+    # B stands for G exactly when dG λ is read from it (above).
     system = _ImplicitSystem(c_lam, c_sig, R, None, B) if use_factor else _ImplicitSystem(c_lam, c_sig, R, G, None)
     free = modes != BREAKING
 
@@ -496,12 +509,10 @@ def _implicit_force_jvp(formulation, primals, tangents):
         return system.matvec(x)
 
     def solve(_, b):  # M⁺ b
-        U, s_inv, Vt = _pseudo_inverse_factors(system.matrix(), free)
-        return Vt.T @ (s_inv * (U.T @ b))
+        return _pseudo_inverse_solve(system, free, b)
 
     def transpose_solve(_, b):  # (M⁺)ᵀ b, the exact transpose of `solve`
-        U, s_inv, Vt = _pseudo_inverse_factors(system.matrix(), free)
-        return U @ (s_inv * (Vt @ b))
+        return _pseudo_inverse_solve(system, free, b, transpose=True)
 
     dlam = jax.lax.custom_linear_solve(matvec, rhs, solve, transpose_solve)
     dlam = jnp.where(jnp.repeat(active, 3), dlam, 0.0).reshape(n, 3)

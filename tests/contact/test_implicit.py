@@ -345,16 +345,21 @@ def test_pseudo_inverse_of_the_free_block_in_every_tier():
             ref[np.ix_(rows, rows)] = np.linalg.pinv(M[np.ix_(rows, rows)], rcond=np.finfo(float).eps ** (2 / 3))
         Ms.append(M), frees.append(free), refs.append(ref)
 
-    def pinv(M, free):
-        U, s_inv, Vt = C.implicit._pseudo_inverse_factors(M, free)
-        return Vt.T @ (s_inv[:, None] * U.T)
+    def pinv(M, free, transpose=False):
+        # M as an implicit system: C_λ = 0, C_σ = I, R = 0, G = M; columns of M⁺ from the identity
+        # (a batch of right-hand sides of one system: the rule factors it once)
+        zeros33 = jnp.zeros((n, 3, 3), M.dtype)
+        system = C.implicit._ImplicitSystem(zeros33, zeros33 + jnp.eye(3), jnp.zeros(3 * n), M, None)
+        solve = functools.partial(C.implicit._pseudo_inverse_solve, system, free, transpose=transpose)
+        return jax.vmap(solve, in_axes=1, out_axes=1)(jnp.eye(3 * n))
 
-    single = jax.jit(pinv)
-    batched = jax.jit(jax.vmap(pinv))
+    single = jax.jit(pinv, static_argnums=2)
+    batched = jax.jit(jax.vmap(pinv, in_axes=(0, 0, None)), static_argnums=2)
     for M, free, ref in zip(Ms, frees, refs):
-        np.testing.assert_allclose(single(jnp.asarray(M), jnp.asarray(free)), ref, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(single(jnp.asarray(M), jnp.asarray(free), False), ref, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(single(jnp.asarray(M), jnp.asarray(free), True), ref.T, rtol=0, atol=1e-10)
     for lanes in ((0, 1), (0, 1, 2), (0, 1, 2, 3)):  # the batch's tier: 4, 16, full
-        out = batched(jnp.asarray(np.stack([Ms[i] for i in lanes])), jnp.asarray(np.stack([frees[i] for i in lanes])))
+        out = batched(jnp.asarray(np.stack([Ms[i] for i in lanes])), jnp.asarray(np.stack([frees[i] for i in lanes])), False)
         for k, i in enumerate(lanes):
             np.testing.assert_allclose(out[k], refs[i], rtol=0, atol=1e-10)
 
