@@ -100,6 +100,24 @@ def _tree_where(condition: jax.Array, on_true, on_false):
     return jax.tree_util.tree_map(lambda a, b: jnp.where(condition, a, b), on_true, on_false)
 
 
+def _check_contact_cache(contact, empty_contact) -> None:
+    """A state's contact cache has the model's constraint slots (static shapes, checked at trace
+    time): a state made for another model or other options (e.g. contacts disabled) would
+    otherwise fail deep inside the step with a broadcasting error."""
+    if contact is None:
+        return
+    got, got_tree = jax.tree_util.tree_flatten(contact)
+    want, want_tree = jax.tree_util.tree_flatten(empty_contact)
+    if got_tree != want_tree or [jnp.shape(x) for x in got] != [jnp.shape(x) for x in want]:
+        slots = lambda c: jnp.shape(c.active)  # noqa: E731
+        raise ValueError(
+            f"state.contact has constraint slots of shape {slots(contact)} but this model has "
+            f"{slots(empty_contact)}: the state was made for another model or other options (for "
+            "example enable_contacts). Make it with jc.init(model), or pass it without its contact "
+            "cache: jc.State(q=state.q, v=state.v, time=state.time, error=state.error)."
+        )
+
+
 def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
     """Advance one time step ``model.options.dt`` (semi-implicit Euler with hard contact).
 
@@ -136,6 +154,7 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
     runs = state_ok & ctrl_ok & ((state.error & ErrorFlag.FREEZE) == 0)
     rest_q = model.qpos0.astype(dtype)
     empty_contact = initial_contact_data(model, dtype)
+    _check_contact_cache(state.contact, empty_contact)
     stand_in = State(
         q=jnp.where(runs, state.q, rest_q), v=jnp.where(runs, state.v, 0.0), time=state.time,
         error=state.error,

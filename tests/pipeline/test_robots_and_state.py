@@ -253,6 +253,19 @@ def test_options_are_validated_when_built():
         model.replace_options(contact_budget=0)
 
 
+def test_a_state_made_for_other_options_is_refused_with_a_clear_error():
+    """A contact cache sized for another model (here: contacts enabled, 4 slots) stepped with a
+    model without contacts (0 slots) is named at trace time, not a broadcasting error deep in
+    the step; without its cache the same state steps."""
+    model = jc.scenes.load("tower", count=1)
+    state = jc.init(model)
+    no_contacts = model.replace_options(enable_contacts=False)
+    with pytest.raises(ValueError, match="constraint slots .* made for another model"):
+        jax.eval_shape(jc.step, no_contacts, state)
+    bare = jc.State(q=state.q, v=state.v, time=state.time, error=state.error)
+    assert jax.eval_shape(jc.step, no_contacts, bare).q.shape == state.q.shape
+
+
 def test_restitution_bounces_a_ball_to_e_squared_height(tmp_path):
     model = two_spheres_xml(tmp_path).replace_options(restitution=0.5, dt=5e-4)
     h0 = 0.3
