@@ -502,7 +502,7 @@ def _implicit_force_jvp(formulation, primals, tangents):
     # those run in the backward pass, so a rollout's residuals are C_λ, C_σ, R and B (or G) per
     # step instead of M, U and Vᵀ ((3n)² each, stacked over the steps: ~0.5 MB per Panda step).
     # B stands for G exactly when dG λ is read from it (above).
-    system = _ImplicitSystem(c_lam, c_sig, R, None, B) if use_factor else _ImplicitSystem(c_lam, c_sig, R, G, None)
+    system = _ImplicitSystem(c_lam, c_sig, R, None if use_factor else G, B if use_factor else None)
     free = modes != BREAKING
 
     def matvec(x):

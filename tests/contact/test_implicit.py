@@ -359,7 +359,8 @@ def test_pseudo_inverse_of_the_free_block_in_every_tier():
         np.testing.assert_allclose(single(jnp.asarray(M), jnp.asarray(free), False), ref, rtol=0, atol=1e-10)
         np.testing.assert_allclose(single(jnp.asarray(M), jnp.asarray(free), True), ref.T, rtol=0, atol=1e-10)
     for lanes in ((0, 1), (0, 1, 2), (0, 1, 2, 3)):  # the batch's tier: 4, 16, full
-        out = batched(jnp.asarray(np.stack([Ms[i] for i in lanes])), jnp.asarray(np.stack([frees[i] for i in lanes])), False)
+        stacked = [jnp.asarray(np.stack([x[i] for i in lanes])) for x in (Ms, frees)]
+        out = batched(*stacked, False)
         for k, i in enumerate(lanes):
             np.testing.assert_allclose(out[k], refs[i], rtol=0, atol=1e-10)
 
