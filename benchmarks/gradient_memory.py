@@ -1,0 +1,90 @@
+"""Planned memory of ``jax.grad`` through a 100-step rollout, per scene of ``gradients.py`` (issue 6).
+
+For each scene (same models, states, controls and loss as ``benchmarks/gradients.py``) it compiles
+``jax.jit(jax.grad(loss))`` of ``jc.rollout`` over ``HORIZON`` steps and reads XLA's allocation
+plan, ``compiled.memory_analysis()``: ``temp`` is every buffer the program allocates while it runs,
+dominated by the residuals reverse mode keeps for each step. Compile only, nothing is timed, so the
+figures do not depend on the machine's load (they do depend on the jax/XLA version).
+
+    python benchmarks/gradient_memory.py [--scenes panda go2] [--out gradient_memory]
+
+To compare with another commit: ``git worktree add /tmp/old <rev>`` and run this file with
+``PYTHONPATH=/tmp/old`` (the package is then imported from there; the scenes come from this
+directory's ``gradients.py``). Writes ``benchmarks/results/<out>.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import gradients as bench  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import jaxsim_contact as jc  # noqa: E402
+
+
+def planned_memory(mj, qpos, qvel) -> dict:
+    """``temp`` / ``argument`` / ``output`` bytes of the compiled rollout gradient, and its compile s."""
+    model = jc.io.from_mjmodel(mj)
+    state, _, _ = bench.flat_step(model, qpos, qvel)
+
+    def loss(ctrls, v0):
+        start = jc.State(q=state.q, v=v0, time=state.time, error=state.error, contact=state.contact)
+        _, traj = jc.rollout(model, start, ctrls)
+        return bench._loss(traj.q, traj.v)
+
+    ctrls = 0.1 * jnp.asarray(np.random.default_rng(0).uniform(-1, 1, (bench.HORIZON, model.nu)))
+    t0 = time.perf_counter()
+    compiled = jax.jit(jax.grad(loss, argnums=(0, 1))).lower(ctrls, state.v).compile()
+    compile_s = time.perf_counter() - t0
+    plan = compiled.memory_analysis()
+    return dict(temp_bytes=int(plan.temp_size_in_bytes), argument_bytes=int(plan.argument_size_in_bytes),
+                output_bytes=int(plan.output_size_in_bytes), compile_s=compile_s,
+                constraint_slots=int(state.contact.active.shape[0]))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenes", nargs="*", default=None)
+    parser.add_argument("--out", default="gradient_memory")
+    args = parser.parse_args(argv)
+    jax.config.update("jax_enable_x64", True)
+    meta = dict(date=time.strftime("%Y-%m-%d %H:%M"), jax=jax.__version__, horizon=bench.HORIZON,
+                package=str(Path(jc.__file__).resolve().parent))
+    rows = []
+    for name, (mj, qpos, qvel) in bench.scenes(settle=100).items():
+        if args.scenes and name not in args.scenes:
+            continue
+        rows.append(dict(scene=name, nv=int(mj.nv), **planned_memory(mj, qpos, qvel)))
+        print(rows[-1], flush=True)
+    out = HERE / "results"
+    out.mkdir(exist_ok=True)
+    (out / f"{args.out}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
+    lines = [
+        f"# Planned memory of `jax.grad` through a {bench.HORIZON}-step rollout",
+        "",
+        f"`python benchmarks/gradient_memory.py {' '.join(argv if argv is not None else sys.argv[1:])}`"
+        f" — {meta['date']}, jax {meta['jax']}, float64, package from `{meta['package']}`. XLA's "
+        "allocation plan of the compiled gradient (`memory_analysis()`); `temp` holds the residuals.",
+        "",
+        "| scene | nv | constraint slots | temp (MB) | temp per step (kB) | compile (s) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['scene']} | {r['nv']} | {r['constraint_slots']} | {r['temp_bytes'] / 1e6:.2f} "
+                     f"| {r['temp_bytes'] / 1e3 / bench.HORIZON:.0f} | {r['compile_s']:.0f} |")
+    (out / f"{args.out}.md").write_text("\n".join(lines) + "\n")
+    print((out / f"{args.out}.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
