@@ -300,6 +300,11 @@ RANK_RTOL_EXPONENT = 2.0 / 3.0
 PSEUDO_INVERSE_TIERS = (0, 4, 16)
 
 
+def _rows_of(contacts: jax.Array) -> jax.Array:
+    """``(3k,)`` row indices of the ``(k,)`` contact indices ``contacts`` (3 rows per contact)."""
+    return (3 * contacts[:, None] + jnp.arange(3)).reshape(-1)
+
+
 class _ImplicitSystem(NamedTuple):
     """The implicit system ``M = blockdiag(C_λ) + blockdiag(C_σ) A`` by its ingredients.
 
@@ -329,14 +334,12 @@ class _ImplicitSystem(NamedTuple):
 
         ``C_λ`` and ``C_σ`` are block diagonal, so ``M_FF = blockdiag(C_λ,F) + blockdiag(C_σ,F) A_FF``.
         """
-        if contacts is None:
-            G, R, c_lam, c_sig = self.G, self.R, self.c_lam, self.c_sig
-            B = self.B
-        else:
-            rows = (3 * contacts[:, None] + jnp.arange(3)).reshape(-1)
-            G = None if self.G is None else self.G[rows][:, rows]
-            B = None if self.B is None else self.B[rows]
-            R, c_lam, c_sig = self.R[rows], self.c_lam[contacts], self.c_sig[contacts]
+        G, B, R, c_lam, c_sig = self.G, self.B, self.R, self.c_lam, self.c_sig
+        if contacts is not None:
+            rows = _rows_of(contacts)
+            G = None if G is None else G[rows][:, rows]
+            B = None if B is None else B[rows]
+            R, c_lam, c_sig = R[rows], c_lam[contacts], c_sig[contacts]
         if B is not None:
             G = B @ B.T
         return implicit_matrix(c_lam, c_sig, G + jnp.diag(R))
@@ -372,7 +375,7 @@ def _block_solve(system: _ImplicitSystem, free: jax.Array, b: jax.Array, contact
     if contacts == n:
         return _pseudo_inverse_apply(_free_block(system.block(), free), b, transpose)
     order = jnp.argsort(~free, stable=True)[:contacts]
-    rows = (3 * order[:, None] + jnp.arange(3)).reshape(-1)
+    rows = _rows_of(order)
     M = _free_block(system.block(order), free[order])
     return jnp.zeros_like(b).at[rows].set(_pseudo_inverse_apply(M, b[rows], transpose))
 
