@@ -26,8 +26,6 @@ sys.path.insert(0, str(HERE))
 
 import gradients as bench  # noqa: E402
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
 
 import jaxsim_contact as jc  # noqa: E402
 
@@ -36,15 +34,9 @@ def planned_memory(mj, qpos, qvel) -> dict:
     """``temp`` / ``argument`` / ``output`` bytes of the compiled rollout gradient, and its compile s."""
     model = jc.io.from_mjmodel(mj)
     state, _, _ = bench.flat_step(model, qpos, qvel)
-
-    def loss(ctrls, v0):
-        start = jc.State(q=state.q, v=v0, time=state.time, error=state.error, contact=state.contact)
-        _, traj = jc.rollout(model, start, ctrls)
-        return bench._loss(traj.q, traj.v)
-
-    ctrls = 0.1 * jnp.asarray(np.random.default_rng(0).uniform(-1, 1, (bench.HORIZON, model.nu)))
+    loss, loss_args = bench.rollout_loss(model, state)
     t0 = time.perf_counter()
-    compiled = jax.jit(jax.grad(loss, argnums=(0, 1))).lower(ctrls, state.v).compile()
+    compiled = jax.jit(jax.grad(loss, argnums=(0, 1))).lower(*loss_args).compile()
     compile_s = time.perf_counter() - t0
     plan = compiled.memory_analysis()
     return dict(temp_bytes=int(plan.temp_size_in_bytes), argument_bytes=int(plan.argument_size_in_bytes),

@@ -242,6 +242,20 @@ def flat_step(model, qpos, qvel):
     return state, next_state, jnp.concatenate([state.q, state.v, jnp.zeros(nu)])
 
 
+def rollout_loss(model, state):
+    """``(f_rollout, (ctrls, v0))``: the scalar :func:`_loss` of a ``HORIZON``-step rollout from
+    ``state`` as a function of the controls and the initial velocity, and their values (fixed
+    random controls in ``[-0.1, 0.1]``)."""
+
+    def f_rollout(ctrls, v0):
+        s = jc.State(q=state.q, v=v0, time=state.time, error=state.error, contact=state.contact)
+        _, traj = jc.rollout(model, s, ctrls)
+        return _loss(traj.q, traj.v)
+
+    ctrls = 0.1 * jnp.asarray(np.random.default_rng(0).uniform(-1, 1, (HORIZON, model.nu)))
+    return f_rollout, (ctrls, state.v)
+
+
 def bench_ours(mj, qpos, qvel, repeats, fd_step, skip_over):
     model = jc.io.from_mjmodel(mj)
     state, next_state, x = flat_step(model, qpos, qvel)
@@ -249,14 +263,9 @@ def bench_ours(mj, qpos, qvel, repeats, fd_step, skip_over):
     def f_step(x):
         return next_state(x).v
 
-    def f_rollout(ctrls, v0):
-        s = jc.State(q=state.q, v=v0, time=state.time, error=state.error, contact=state.contact)
-        _, traj = jc.rollout(model, s, ctrls)
-        return _loss(traj.q, traj.v)
-
     nu = model.nu
-    ctrls = 0.1 * jnp.asarray(np.random.default_rng(0).uniform(-1, 1, (HORIZON, nu)))
-    res = _measure("ours", f_step, x, f_rollout, (ctrls, state.v), repeats, fd_step, skip_over)
+    f_rollout, loss_args = rollout_loss(model, state)
+    res = _measure("ours", f_step, x, f_rollout, loss_args, repeats, fd_step, skip_over)
     res["active_contacts"] = int(state.contact.num_active)
     # constraint rows of the differentiated step (at x): one with |distance| ≲ fd_step sits on the
     # kink of its target speed at distance 0, where central differences are not a derivative
