@@ -365,15 +365,22 @@ def test_pseudo_inverse_of_the_free_block_in_every_tier():
             np.testing.assert_allclose(out[k], refs[i], rtol=0, atol=1e-10)
 
 
+def _factored_problem_data():
+    """``(B, g, μ)`` of a problem with a rank-deficient Delassus ``G = B Bᵀ`` (``B`` ``(3N, 3N − 3)``,
+    as for a multibody with nv < 3n) and some contacts not breaking at its NCP solution."""
+    rng = np.random.default_rng(9)
+    k = 3 * N - 3
+    B = jnp.asarray(rng.normal(size=(3 * N, k)) / np.sqrt(k))
+    g = jnp.asarray(rng.normal(size=(N, 3)) * [0.3, 0.3, 1.0] - [0.0, 0.0, 0.5]).reshape(-1)
+    mu = jnp.asarray(rng.uniform(0.3, 1.0, N))
+    return B, g, mu
+
+
 def test_delassus_factor_tangent_equals_delassus_tangent():
     """With ``delassus_factor`` B (``G = B Bᵀ``) the rule reads ``dG λ`` from ``dB`` (no ``(3n, 3n)``
     tangent per direction): derivatives w.r.t. B equal those of the same problem given by ``G``
     alone, and with a constant B a tangent of G is still used — forward and reverse mode."""
-    rng = np.random.default_rng(9)
-    k = 3 * N - 3  # rank-deficient G, as for a multibody with nv < 3n
-    B = jnp.asarray(rng.normal(size=(3 * N, k)) / np.sqrt(k))
-    g = jnp.asarray(rng.normal(size=(N, 3)) * [0.3, 0.3, 1.0] - [0.0, 0.0, 0.5]).reshape(-1)
-    mu = jnp.asarray(rng.uniform(0.3, 1.0, N))
+    B, g, mu = _factored_problem_data()
     solver = SOLVERS["ncp"]
 
     def by_factor(B):
@@ -407,11 +414,7 @@ def test_reverse_mode_saves_no_square_matrix_with_a_delassus_factor(capsys):
     """Reverse mode keeps the rule's small ingredients (``C_λ``, ``C_σ``, ``R``, ``B``) for the
     backward pass and builds the implicit system and its factors there: no ``(3n, 3n)`` residual
     per solve (a rollout stacks residuals over its steps: ~0.5 MB per Panda step before)."""
-    rng = np.random.default_rng(9)
-    k = 3 * N - 3
-    B = jnp.asarray(rng.normal(size=(3 * N, k)) / np.sqrt(k))
-    g = jnp.asarray(rng.normal(size=(N, 3)) * [0.3, 0.3, 1.0] - [0.0, 0.0, 0.5]).reshape(-1)
-    mu = jnp.asarray(rng.uniform(0.3, 1.0, N))
+    B, g, mu = _factored_problem_data()
 
     def loss(B, g):
         problem = C.ContactProblem(B @ B.T, g, mu, delassus_factor=B)
