@@ -140,14 +140,26 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small batch, fewer scenarios")
     ap.add_argument("--batch", type=int, default=None)
+    ap.add_argument("--scenarios", nargs="*", default=None,
+                    help="subset of cube_on_plane, stack_10_boxes, random_4, random_16, random_64")
+    ap.add_argument("--out", default="solvers", help="results name (benchmarks/results/OUT.json/.md)")
     args = ap.parse_args()
     batch = args.batch or (32 if args.quick else 1024)
     cap = 500 if args.quick else 5000
     names, rng = scenarios(args.quick)
+    unknown = set(args.scenarios or ()) - set(names)
+    if unknown:
+        ap.error(f"unknown scenarios {sorted(unknown)}; choose from {sorted(names)}")
+    meta = dict(jax=jax.__version__, platform=platform.platform(), cpu_count=os.cpu_count(),
+                quick=args.quick, batch=batch, cap=cap, dt=DT, scenarios=args.scenarios,
+                started=time.strftime("%Y-%m-%d %H:%M"))
     rows = []
     pin, model = pinocchio_solver("admm", 1)
     for scen, make in names.items():
+        # every scenario draws its problems, so a subset sees the same problems as a full run
         problems = [make(rng) for _ in range(batch)]
+        if args.scenarios is not None and scen not in args.scenarios:
+            continue
         stacked = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *problems)
         one = problems[0]
         for tol in (1e-4, 1e-6):
@@ -182,6 +194,7 @@ def main():
                     reached_fraction=float(np.mean(crit_b <= tol)),
                     time_batch_s=tb, time_per_problem_s=tb / batch, compile_batch_s=compileb,
                 ))
+                save(meta, rows, args.out)  # a long run keeps what it measured so far
                 print(f"{scen:15s} tol={tol:.0e} {name:26s} it={int(s1.iterations):5d} "
                       f"crit={rows[-1]['criterion_batch1']:.1e} t1={t1*1e6:9.1f}us "
                       f"batch/prob={tb/batch*1e6:9.1f}us reached={rows[-1]['reached_fraction']:.2f}",
@@ -214,20 +227,27 @@ def main():
                     time_batch_s=float(np.sum(ts)), time_per_problem_s=float(np.mean(ts)),
                     compile_batch_s=0.0,
                 ))
+                save(meta, rows, args.out)
                 print(f"{scen:15s} tol={tol:.0e} pinocchio-{kind:18s} it={its[0]:5d} "
                       f"crit={crits[0]:.1e} per-problem={np.mean(ts)*1e6:9.1f}us "
                       f"reached={np.mean(crits <= tol):.2f}", flush=True)
-    meta = dict(jax=jax.__version__, platform=platform.platform(), cpu_count=os.cpu_count(),
-                quick=args.quick, batch=batch, cap=cap, dt=DT)
+    meta["finished"] = time.strftime("%Y-%m-%d %H:%M")
+    save(meta, rows, args.out)
+
+
+def save(meta, rows, out):
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", "solvers.json"), "w") as fh:
+    with open(os.path.join(HERE, "results", f"{out}.json"), "w") as fh:
         json.dump(dict(meta=meta, rows=rows), fh, indent=1)
-    write_markdown(meta, rows)
+    write_markdown(meta, rows, out)
 
 
-def write_markdown(meta, rows):
+def write_markdown(meta, rows, out):
     lines = ["# Contact solvers benchmark", "",
-             f"`python benchmarks/solvers.py{' --quick' if meta['quick'] else ''}` — jax "
+             f"`python benchmarks/solvers.py{' --quick' if meta['quick'] else ''}"
+             f"{' --scenarios ' + ' '.join(meta['scenarios']) if meta.get('scenarios') else ''}` — "
+             f"started {meta.get('started', '?')}, "
+             f"{'finished ' + meta['finished'] if meta.get('finished') else 'PARTIAL (still running or stopped)'}; jax "
              f"{meta['jax']}, {meta['cpu_count']} CPU cores, batch {meta['batch']}, iteration cap "
              f"{meta['cap']}, float64. Accuracy = our criterion (NCP eq. 15 unless the solver's "
              "formulation is CCP/LCP) on the returned forces. Pinocchio: sequential per-problem "
@@ -249,7 +269,7 @@ def write_markdown(meta, rows):
             f"{r['time_per_problem_s']*1e6:.1f} | {r['iterations_mean']:.0f} | "
             f"{r['reached_fraction']:.2f} | {r['compile_batch1_s']:.1f} / {r['compile_batch_s']:.1f} | "
             f"{ra} | {rp} |")
-    with open(os.path.join(HERE, "results", "solvers.md"), "w") as fh:
+    with open(os.path.join(HERE, "results", f"{out}.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
 
 
