@@ -5,7 +5,8 @@ import os
 
 # XLA:CPU's multi-threaded Eigen pool was seen to wedge (every thread waiting on a futex, the main
 # thread in BlockUntilReady) on the vmapped eigh/while-loop graphs of
-# tests/contact/test_solvers.py::test_staggered_stalls_on_dense_random: twice in full-suite runs
+# tests/contact/test_solvers.py::test_staggered_stalls_on_dense_random (now
+# ::test_staggered_stalls_on_a_hyperstatic_random_problem): twice in full-suite runs
 # (CI timed out), never in 9 local runs of that module alone. The same signature is reported
 # upstream for vmapped CPU graphs and disappears with this flag (single-threaded Eigen inside one
 # op; JAX still runs independent ops concurrently). Must be set before the CPU backend starts.

@@ -108,4 +108,6 @@ def test_anderson_memory_is_validated():
     for bad in (-1, True, 2.5):
         with pytest.raises(ValueError, match="anderson_memory"):
             C.ADMM("ncp", anderson_memory=bad)
+        with pytest.raises(ValueError, match="anderson_memory"):
+            C.StaggeredProjections(anderson_memory=bad)
     assert C.ADMM("ncp").replace(anderson_memory=3).anderson_memory == 3
