@@ -146,10 +146,12 @@ def main():
     ap.add_argument("--chunk", type=int, default=0,
                     help="solve the batch with jc.chunked_vmap in chunks of this many problems "
                          "(0: plain jax.vmap); on a CPU a chunk's working set can stay in cache")
+    ap.add_argument("--cap", type=int, default=None,
+                    help="iteration cap (default 500 with --quick, else 5000)")
     ap.add_argument("--out", default="solvers", help="results name (benchmarks/results/OUT.json/.md)")
     args = ap.parse_args()
     batch = args.batch or (32 if args.quick else 1024)
-    cap = 500 if args.quick else 5000
+    cap = args.cap or (500 if args.quick else 5000)
     names, rng = scenarios(args.quick)
     unknown = set(args.scenarios or ()) - set(names)
     if unknown:
