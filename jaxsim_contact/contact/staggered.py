@@ -25,11 +25,11 @@ iterations; 7 contacts: 14–24 instead of 54–131 (``tests/contact/test_solver
 
 from __future__ import annotations
 
+import numbers
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-
-import numbers
 
 from ..math import safe_norm
 from .admm import _KAPPA_MAX, adapt_rho
