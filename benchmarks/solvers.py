@@ -9,7 +9,7 @@ Pinocchio the tolerance is tightened (×0.1 steps) until our NCP criterion is me
     python benchmarks/solvers.py --quick      # a few minutes on 2 CPU cores
     python benchmarks/solvers.py              # full (batch 1024)
 
-Writes benchmarks/results/solvers.json and solvers.md.
+Writes benchmarks/results/solvers.json and solvers.md (``--out NAME``: NAME.json / NAME.md).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import functools
 import json
 import os
 import platform
+import shlex
+import sys
 import time
 
 import jax
@@ -163,6 +165,7 @@ def main():
         ap.error(f"unknown scenarios {sorted(unknown)}; choose from {sorted(names)}")
     meta = dict(jax=jax.__version__, platform=platform.platform(), cpu_count=os.cpu_count(),
                 quick=args.quick, batch=batch, cap=cap, dt=DT, scenarios=args.scenarios, chunk=args.chunk,
+                command=shlex.join(["python", "benchmarks/solvers.py", *sys.argv[1:]]),
                 started=time.strftime("%Y-%m-%d %H:%M"))
     rows = []
     pin, model = pinocchio_solver("admm", 1)
@@ -257,9 +260,7 @@ def save(meta, rows, out):
 
 def write_markdown(meta, rows, out):
     lines = ["# Contact solvers benchmark", "",
-             f"`python benchmarks/solvers.py{' --quick' if meta['quick'] else ''}"
-             f"{' --scenarios ' + ' '.join(meta['scenarios']) if meta.get('scenarios') else ''}"
-             f"{' --chunk ' + str(meta['chunk']) if meta.get('chunk') else ''}` — "
+             f"`{meta['command']}` — "
              f"started {meta.get('started', '?')}, "
              f"{'finished ' + meta['finished'] if meta.get('finished') else 'PARTIAL (still running or stopped)'}; jax "
              f"{meta['jax']}, {meta['cpu_count']} CPU cores, batch {meta['batch']}, iteration cap "
