@@ -151,6 +151,11 @@ def main():
     ap.add_argument("--chunk", type=int, default=0,
                     help="solve the batch with jc.chunked_vmap in chunks of this many problems "
                          "(0: plain jax.vmap); on a CPU a chunk's working set can stay in cache")
+    ap.add_argument("--queue", type=int, default=0,
+                    help="solve the batch with jc.contact.solve_batch on this many lanes fed from a "
+                         "work queue (0: off; overrides --chunk)")
+    ap.add_argument("--solvers", nargs="*", default=None,
+                    help="subset of the solver rows (names as in the table)")
     ap.add_argument("--cap", type=int, default=None,
                     help="iteration cap (default 500 with --quick, else 5000)")
     ap.add_argument("--repeats", type=int, default=None,
@@ -163,8 +168,12 @@ def main():
     unknown = set(args.scenarios or ()) - set(names)
     if unknown:
         ap.error(f"unknown scenarios {sorted(unknown)}; choose from {sorted(names)}")
+    unknown = set(args.solvers or ()) - set(solvers(1e-6, cap))
+    if unknown:
+        ap.error(f"unknown solvers {sorted(unknown)}; choose from {sorted(solvers(1e-6, cap))}")
     meta = dict(jax=jax.__version__, platform=platform.platform(), cpu_count=os.cpu_count(),
                 quick=args.quick, batch=batch, cap=cap, dt=DT, scenarios=args.scenarios, chunk=args.chunk,
+                queue=args.queue,
                 command=shlex.join(["python", "benchmarks/solvers.py", *sys.argv[1:]]),
                 started=time.strftime("%Y-%m-%d %H:%M"))
     rows = []
@@ -180,6 +189,8 @@ def main():
             for name, solver in solvers(tol, cap).items():
                 if args.quick and name in ("PGS-lcp", "PGS-ccp"):
                     continue
+                if args.solvers is not None and name not in args.solvers:
+                    continue
                 form = formulation_of(name)
                 p1, pb = one, stacked
                 if "Newton" in name:
@@ -189,7 +200,10 @@ def main():
                 f1 = jax.jit(lambda p, s=solver: C.solve(p, s))
                 batched = (functools.partial(jc.chunked_vmap, chunk_size=args.chunk)
                            if 0 < args.chunk < batch else jax.vmap)
-                fb = jax.jit(batched(lambda p, s=solver: C.solve(p, s)))
+                if args.queue:
+                    fb = jax.jit(lambda p, s=solver: C.solve_batch(p, s, lanes=args.queue))
+                else:
+                    fb = jax.jit(batched(lambda p, s=solver: C.solve(p, s)))
                 t0 = time.perf_counter()
                 jax.block_until_ready(f1.lower(p1).compile())
                 compile1 = time.perf_counter() - t0
@@ -258,13 +272,22 @@ def save(meta, rows, out):
     write_markdown(meta, rows, out)
 
 
+def _driver(meta):
+    if meta.get("queue"):
+        return f"`jc.contact.solve_batch` on {meta['queue']} lanes (a work queue)"
+    if 0 < meta.get("chunk", 0) < meta["batch"]:
+        return f"`jc.chunked_vmap` in chunks of {meta['chunk']}"
+    return "`jax.vmap`"
+
+
 def write_markdown(meta, rows, out):
     lines = ["# Contact solvers benchmark", "",
              f"`{meta['command']}` — "
              f"started {meta.get('started', '?')}, "
              f"{'finished ' + meta['finished'] if meta.get('finished') else 'PARTIAL (still running or stopped)'}; jax "
              f"{meta['jax']}, {meta['cpu_count']} CPU cores, batch {meta['batch']}, iteration cap "
-             f"{meta['cap']}, float64. Accuracy = our criterion (NCP eq. 15 unless the solver's "
+             f"{meta['cap']}, float64, batched by "
+             f"{_driver(meta)}. Accuracy = our criterion (NCP eq. 15 unless the solver's "
              "formulation is CCP/LCP) on the returned forces. Pinocchio: sequential per-problem "
              "`solve` time (median of 3), on the first min(batch, 64) problems; its tolerance is "
              "tightened until our NCP criterion is met (up to 3 tries).", "",

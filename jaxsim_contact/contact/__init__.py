@@ -37,9 +37,11 @@ from .randomized import RandomizedSmoothing, randomized_force
 from .relaxed import RelaxedComplementarity, smoothed_force
 from .solve import ContactSolution, ContactSolver, sanitize_problem, solve
 from .staggered import StaggeredProjections
+from .work_queue import solve_batch
 
 __all__ = [
     "builders",
+    "solve_batch",
     "implicit",
     "relaxed",
     "randomized",

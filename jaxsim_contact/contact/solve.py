@@ -190,6 +190,105 @@ def _unrolled_solver(solver: ContactSolver) -> ContactSolver:
     return solver
 
 
+class _Loop:
+    """The iteration of :func:`_iterate` on one problem, in three pieces that a driver composes:
+    ``start(state0, crit0) -> carry``, ``advance(carry) -> carry`` (one epoch: ``refresh`` then
+    ``epoch_length`` steps, or one step for a solver without epochs) and
+    ``finish(carry) -> (force, rho, iterations, done, criterion)``. :func:`_iterate` repeats
+    ``advance`` on one problem; :func:`~jaxsim_contact.contact.work_queue.solve_batch` on a few lanes
+    that it refills with new problems as they finish. A lane that converged or reached
+    ``max_iterations`` is frozen by ``advance`` (its carry stops changing)."""
+
+    def __init__(self, solver: ContactSolver, safe: ContactProblem, unrolled: bool):
+        self.solver, self.safe, self.unrolled = solver, safe, unrolled
+
+    @property
+    def steps_per_advance(self) -> int:
+        return max(self.solver.epoch_length, 1)
+
+    @property
+    def max_advances(self) -> int:
+        return -(-self.solver.max_iterations // self.steps_per_advance)
+
+    def _result(self, state):
+        return self.solver.force(self.safe, state), self.solver.rho(state)
+
+    # The best iterate so far: ``_track`` makes its initial value, ``_keep_best`` updates it and
+    # ``_best_result`` turns the final one into the (force, rho) the caller reads.
+    def _track(self, state):
+        if self.solver.epoch_length > 0:
+            # With epochs (ADMM) only (force, rho) are tracked: selecting every state leaf (a
+            # factorisation, Anderson's history) each iteration made XLA carry and copy all of
+            # them (44 select kernels per ADMM iteration in a tower step; tower and humanoid steps
+            # 6-9 % faster without).
+            return self._result(state)
+        # Without epochs the whole state, except leaves that step passes through unchanged (the
+        # same traced value: a factor or scaling stored in the state, then the same in every
+        # iterate); tracking (force, rho) alone measured 3-10 % slower for PrimalNewton
+        # (humanoid, batch 1).
+        return state
+
+    def _keep_best(self, better, best, new, state):
+        if self.solver.epoch_length > 0:
+            return _freeze(~better, best, self._result(new))
+        return jax.tree_util.tree_map(lambda b, n, s: b if n is s else jnp.where(better, n, b),
+                                      best, new, state)
+
+    def _best_result(self, best):
+        return best if self.solver.epoch_length > 0 else self._result(best)
+
+    def start(self, state0, crit0):
+        tol = jnp.asarray(self.solver.tolerance, crit0.dtype)
+        crit0 = jnp.where(jnp.isfinite(crit0), crit0, jnp.inf)
+        return (state0, jnp.zeros((), jnp.int32), crit0 <= tol, crit0, self._track(state0), crit0)
+
+    def _step(self, carry):
+        solver, safe = self.solver, self.safe
+        state, it, done, crit, best, best_crit = carry
+        frozen = done | (it >= solver.max_iterations)
+        new = solver.step(safe, state)
+        new_crit = solver.criterion(safe, new)
+        new_crit = jnp.where(jnp.isfinite(new_crit), new_crit, jnp.inf)
+        better = ~frozen & (new_crit < best_crit)
+        best = self._keep_best(better, best, new, state)
+        state = _freeze(frozen, state, new)
+        crit = jnp.where(frozen, crit, new_crit)
+        it = jnp.where(frozen, it, it + 1)
+        tol = jnp.asarray(solver.tolerance, crit.dtype)
+        done = done | (crit <= tol) | (~frozen & solver.at_precision_limit(safe, new))
+        best_crit = jnp.where(better, new_crit, best_crit)
+        return state, it, done, crit, best, best_crit
+
+    def advance(self, carry):
+        epoch = self.solver.epoch_length
+        if epoch == 0:
+            return self._step(carry)
+        state, it, done, crit, best, best_crit = carry
+        state = _freeze(done, state, self.solver.refresh(self.safe, state))
+        carry = (state, it, done, crit, best, best_crit)
+        if self.unrolled:
+            return jax.lax.scan(lambda c, _: (self._step(c), None), carry, None, length=epoch)[0]
+        return jax.lax.fori_loop(0, epoch, lambda _, c: self._step(c), carry)
+
+    def finished(self, carry):
+        _, it, done, *_ = carry
+        return done | (it >= self.solver.max_iterations)
+
+    def finish(self, carry):
+        # Stopped by the cap: the iterate with the lowest criterion seen, not the last one (a
+        # non-monotone method — ADMM on the NCP, and more so with Anderson extrapolation — can
+        # end far above its best). Converged: the last iterate is the first at the tolerance,
+        # hence best.
+        _, it, done, _, best, best_crit = carry
+        force, rho = self._best_result(best)
+        return force, rho, it, done, best_crit
+
+
+def _freeze(keep, old, new):
+    # Frozen lanes keep their state (explicit mask; also what vmap's select does).
+    return jax.tree_util.tree_map(lambda a, b: a if a is b else jnp.where(keep, a, b), old, new)
+
+
 def _iterate(solver, safe, state0, crit0, unrolled: bool):
     """Run ``solver.step`` until the criterion is ``≤ tolerance``, the solver reports its
     precision limit, or ``max_iterations``.
@@ -204,79 +303,14 @@ def _iterate(solver, safe, state0, crit0, unrolled: bool):
     the last iterate when converged, else of the iterate with the lowest criterion seen (and that
     criterion).
     """
-    tol = jnp.asarray(solver.tolerance, crit0.dtype)
-    max_it = solver.max_iterations
-    epoch = solver.epoch_length
-
-    def freeze(keep, old, new):
-        # Frozen lanes keep their state (explicit mask; also what vmap's select does).
-        return jax.tree_util.tree_map(lambda a, b: a if a is b else jnp.where(keep, a, b), old, new)
-
-    def result(state):
-        return solver.force(safe, state), solver.rho(state)
-
-    # The best iterate so far: ``track`` makes its initial value, ``keep_best`` updates it and
-    # ``best_result`` turns the final one into the (force, rho) the caller reads.
-    if epoch > 0:
-        # With epochs (ADMM) only (force, rho) are tracked: selecting every state leaf (a
-        # factorisation, Anderson's history) each iteration made XLA carry and copy all of them
-        # (44 select kernels per ADMM iteration in a tower step; tower and humanoid steps 6-9 %
-        # faster without).
-        track, best_result = result, lambda best: best
-
-        def keep_best(better, best, new, state):
-            return freeze(~better, best, result(new))
-    else:
-        # Without epochs the whole state, except leaves that step passes through unchanged (the
-        # same traced value: a factor or scaling stored in the state, then the same in every
-        # iterate); tracking (force, rho) alone measured 3-10 % slower for PrimalNewton
-        # (humanoid, batch 1).
-        track, best_result = (lambda state: state), result
-
-        def keep_best(better, best, new, state):
-            return jax.tree_util.tree_map(lambda b, n, s: b if n is s else jnp.where(better, n, b),
-                                          best, new, state)
-
-    def body(carry):
-        state, it, done, crit, best, best_crit = carry
-        frozen = done | (it >= max_it)
-        new = solver.step(safe, state)
-        new_crit = solver.criterion(safe, new)
-        new_crit = jnp.where(jnp.isfinite(new_crit), new_crit, jnp.inf)
-        better = ~frozen & (new_crit < best_crit)
-        best = keep_best(better, best, new, state)
-        state = freeze(frozen, state, new)
-        crit = jnp.where(frozen, crit, new_crit)
-        it = jnp.where(frozen, it, it + 1)
-        done = done | (crit <= tol) | (~frozen & solver.at_precision_limit(safe, new))
-        best_crit = jnp.where(better, new_crit, best_crit)
-        return state, it, done, crit, best, best_crit
-
-    def epoch_body(carry):
-        state, it, done, crit, best, best_crit = carry
-        state = freeze(done, state, solver.refresh(safe, state))
-        carry = (state, it, done, crit, best, best_crit)
-        if unrolled:
-            return jax.lax.scan(lambda c, _: (body(c), None), carry, None, length=epoch)[0]
-        return jax.lax.fori_loop(0, epoch, lambda _, c: body(c), carry)
-
-    crit0 = jnp.where(jnp.isfinite(crit0), crit0, jnp.inf)
-    carry = (state0, jnp.zeros((), jnp.int32), crit0 <= tol, crit0, track(state0), crit0)
-    outer, length = (epoch_body, -(-max_it // epoch)) if epoch > 0 else (body, max_it)
+    loop = _Loop(solver, safe, unrolled)
+    carry = loop.start(state0, crit0)
     if unrolled:
-        carry, _ = jax.lax.scan(lambda c, _: (outer(c), None), carry, None, length=length)
+        carry, _ = jax.lax.scan(lambda c, _: (loop.advance(c), None), carry, None,
+                                length=loop.max_advances)
     else:
-        def cond(carry):
-            _, it, done, *_ = carry
-            return (~done) & (it < max_it)
-
-        carry = jax.lax.while_loop(cond, outer, carry)
-    # Stopped by the cap: the iterate with the lowest criterion seen, not the last one (a
-    # non-monotone method — ADMM on the NCP, and more so with Anderson extrapolation — can end
-    # far above its best). Converged: the last iterate is the first at the tolerance, hence best.
-    _, it, done, _, best, best_crit = carry
-    force, rho = best_result(best)
-    return force, rho, it, done, best_crit
+        carry = jax.lax.while_loop(lambda c: ~loop.finished(c), loop.advance, carry)
+    return loop.finish(carry)
 
 
 def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_start=None,
@@ -330,6 +364,23 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
       :class:`ContactSolution`. jit- and vmap-compatible; never NaN: non-finite problems give
       zero force, zero derivatives and ``converged=False``.
     """
+    solver = _checked(solver, gradient)
+    unrolled = gradient == "unrolled"
+    safe, finite = sanitize_problem(problem)
+    if unrolled:
+        solver = _unrolled_solver(solver)
+        loop_safe, loop_solver, loop_warm, loop_primal = safe, solver, warm_start, warm_primal
+    else:
+        # The loop is never differentiated: derivatives come from the implicit rule below.
+        loop_safe, loop_solver, loop_warm, loop_primal = jax.lax.stop_gradient(
+            (safe, solver, warm_start, warm_primal))
+    state0, crit0 = _initial_state(problem, loop_safe, loop_solver, loop_warm, loop_primal)
+    loop_result = _iterate(loop_solver, loop_safe, state0, crit0, unrolled)
+    return _solution(problem, safe, finite, solver, loop_solver, gradient, *loop_result)
+
+
+def _checked(solver, gradient) -> ContactSolver:
+    """The solver to use (the default when ``None``) after validating ``gradient`` (static)."""
     relaxed = isinstance(gradient, RelaxedComplementarity)
     randomized = isinstance(gradient, RandomizedSmoothing)
     if not (relaxed or randomized) and (not isinstance(gradient, str) or gradient not in GRADIENTS):
@@ -343,22 +394,25 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
         solver = ADMM(formulation="ncp")
     if relaxed or randomized:
         gradient.check_formulation(solver.formulation)
-    unrolled = gradient == "unrolled"
-    safe, finite = sanitize_problem(problem)
-    if unrolled:
-        solver = _unrolled_solver(solver)
-        loop_safe, loop_solver, loop_warm, loop_primal = safe, solver, warm_start, warm_primal
-    else:
-        # The loop is never differentiated: derivatives come from the implicit rule below.
-        loop_safe, loop_solver, loop_warm, loop_primal = jax.lax.stop_gradient(
-            (safe, solver, warm_start, warm_primal))
+    return solver
+
+
+def _initial_state(problem, loop_safe, loop_solver, loop_warm, loop_primal):
+    """``(state0, crit0)`` of the iteration on one problem from its warm start."""
     warm_force, warm_rho = _warm(problem, loop_warm)
     warm_force = jnp.where(jnp.repeat(problem.active, 3).reshape(-1, 3), warm_force, 0.0)
     state0 = loop_solver.init_with_primal(loop_safe, warm_force, warm_rho,
                                           _warm_primal(problem, loop_primal))
-    crit0 = loop_solver.criterion(loop_safe, state0)
-    force, final_rho, iters, done, crit = _iterate(loop_solver, loop_safe, state0, crit0, unrolled)
+    return state0, loop_solver.criterion(loop_safe, state0)
 
+
+def _solution(problem, safe, finite, solver, loop_solver, gradient, force, final_rho, iters, done,
+              crit) -> ContactSolution:
+    """The :class:`ContactSolution` of one problem from the loop's result: masks, the derivative
+    rule selected by ``gradient``, residuals and velocity."""
+    relaxed = isinstance(gradient, RelaxedComplementarity)
+    randomized = isinstance(gradient, RandomizedSmoothing)
+    unrolled = gradient == "unrolled"
     ok = finite & jnp.all(jnp.isfinite(force))
     mask = jnp.repeat(problem.active, 3).reshape(-1, 3) & ok
     force = jnp.where(mask, force, 0.0)
