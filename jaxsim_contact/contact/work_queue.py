@@ -96,15 +96,11 @@ def solve_batch(problems: ContactProblem, solver: ContactSolver | None = None, w
     one = jax.eval_shape(lambda s, c: lane_loop(s).finish(c), take(loop_safe, 0), take(carry0, 0))
     results0 = jax.tree_util.tree_map(lambda a: jnp.zeros((batch,) + a.shape, a.dtype), one)
 
-    def trip(loop_carry):
-        lane_index, lane_carry, next_index, results = loop_carry
-        valid = lane_index < batch
-        lane_safe = take(loop_safe, jnp.minimum(lane_index, batch - 1))
-        lane_carry = jax.lax.fori_loop(
-            0, advances,
-            lambda _, c: jax.vmap(lambda s, cc: lane_loop(s).advance(cc))(lane_safe, c),
-            lane_carry)
-        retire = valid & lane_finished(lane_safe, lane_carry)
+    def select(retire, new, old):
+        return jax.tree_util.tree_map(
+            lambda n, o: jnp.where(retire.reshape((-1,) + (1,) * (o.ndim - 1)), n, o), new, old)
+
+    def refill(retire, lane_index, lane_safe, lane_carry, next_index, results):
         out = jax.vmap(lambda s, c: lane_loop(s).finish(c))(lane_safe, lane_carry)
         # Retired lanes write at their problem's index; the others at B, which "drop" discards.
         target = jnp.where(retire, lane_index, batch)
@@ -114,14 +110,26 @@ def solve_batch(problems: ContactProblem, solver: ContactSolver | None = None, w
         rank = jnp.cumsum(retire) - 1
         lane_index = jnp.where(retire, next_index + rank, lane_index)
         next_index = next_index + jnp.sum(retire)
-        fresh = take(carry0, jnp.minimum(lane_index, batch - 1))
-        lane_carry = jax.tree_util.tree_map(
-            lambda f, c: jnp.where(retire.reshape((-1,) + (1,) * (c.ndim - 1)), f, c),
-            fresh, lane_carry)
-        return lane_index, lane_carry, next_index, results
+        index = jnp.minimum(lane_index, batch - 1)
+        lane_safe = select(retire, take(loop_safe, index), lane_safe)
+        lane_carry = select(retire, take(carry0, index), lane_carry)
+        return lane_index, lane_safe, lane_carry, next_index, results
 
-    start = (jnp.arange(width), take(carry0, jnp.arange(width)), jnp.asarray(width), results0)
-    _, _, _, results = jax.lax.while_loop(lambda c: jnp.any(c[0] < batch), trip, start)
+    def trip(loop_carry):
+        lane_index, lane_safe, lane_carry, next_index, results = loop_carry
+        lane_carry = jax.lax.fori_loop(
+            0, advances,
+            lambda _, c: jax.vmap(lambda s, cc: lane_loop(s).advance(cc))(lane_safe, c),
+            lane_carry)
+        retire = (lane_index < batch) & lane_finished(lane_safe, lane_carry)
+        # Most trips retire nothing (a problem takes several refill periods): the bookkeeping,
+        # which moves whole problems and solver states, runs only when one did.
+        return jax.lax.cond(jnp.any(retire), lambda *a: refill(retire, *a), lambda *a: a,
+                            lane_index, lane_safe, lane_carry, next_index, results)
+
+    first = jnp.arange(width)
+    start = (first, take(loop_safe, first), take(carry0, first), jnp.asarray(width), results0)
+    _, _, _, _, results = jax.lax.while_loop(lambda c: jnp.any(c[0] < batch), trip, start)
 
     finish = jax.vmap(lambda p, s, f, *r: _solution(p, s, f, solver, loop_solver, gradient, *r))
     return finish(problems, safe, finite, *results)
