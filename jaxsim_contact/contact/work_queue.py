@@ -36,7 +36,8 @@ __all__ = ["solve_batch"]
 
 def solve_batch(problems: ContactProblem, solver: ContactSolver | None = None, warm_start=None,
                 gradient="implicit", lanes: int = 32, refill_every: int = 10) -> ContactSolution:
-    """Solve ``B`` independent contact problems on ``lanes`` lanes fed from a queue (see module).
+    """Solve ``B`` independent contact problems on ``lanes`` lanes fed from a queue (see module;
+    the solvers are those of seed 001 §III, unchanged).
 
     Args:
       problems: a :class:`ContactProblem` whose every field has a leading batch axis ``B``
@@ -47,7 +48,10 @@ def solve_batch(problems: ContactProblem, solver: ContactSolver | None = None, w
         ``RandomizedSmoothing``), attached per problem exactly as by ``solve``; ``"unrolled"``
         raises ``ValueError`` (the queue is a ``while_loop``; use ``jax.vmap(solve)`` for it).
       lanes: problems in flight (static int ≥ 1); ``min(lanes, B)`` are used. More lanes amortise
-        per-kernel overhead over more problems; fewer wait less on a slow problem.
+        per-kernel overhead over more problems; fewer keep the lanes' matrices in cache and
+        shorten the final drain, when the last problems run alone. Measured on one CPU core
+        (``benchmarks/results/solvers_b1024_queue*.md``): 32 for 4–16 contacts, 1–2 for 64
+        (a 192 × 192 Delassus matrix is 295 kB).
       refill_every: iterations between refills (static int ≥ 1). A solver that works in epochs
         (ADMM's Cholesky variant refactors every ``refactor_every`` iterations) refills at whole
         epochs: every ``max(1, refill_every // epoch_length)`` epochs. A problem that finishes
