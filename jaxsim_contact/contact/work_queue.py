@@ -2,8 +2,8 @@
 
 ``jax.vmap(solve)`` over ``B`` problems runs one ``while_loop`` whose every trip advances all ``B``
 lanes: it costs the *slowest* problem's iteration count times the batch, and on random problems
-the iteration counts are heavy-tailed (ADMM on the NCP with 4 contacts: mean 116, 99th percentile
-317, maximum 535 — ``benchmarks/results/solve_batch.md``). :func:`solve_batch` instead keeps
+the iteration counts are heavy-tailed (ADMM on the NCP, 1024 problems with 4 contacts, tolerance
+1e-6: mean 116, maximum 1000 = the cap — ``benchmarks/results/solvers_b1024_chunk32.json``). :func:`solve_batch` instead keeps
 ``lanes`` problems in flight: every ``refill_every`` iterations the lanes whose problem converged
 (or reached ``max_iterations``) write their result and take the next problem of the queue, so the
 batch costs about the *mean* iteration count per problem. The iterates of each problem are those
@@ -26,6 +26,7 @@ from .solve import (
     ContactSolver,
     _checked,
     _initial_state,
+    _freeze,
     _Loop,
     _solution,
     sanitize_problem,
@@ -100,10 +101,6 @@ def solve_batch(problems: ContactProblem, solver: ContactSolver | None = None, w
     one = jax.eval_shape(lambda s, c: lane_loop(s).finish(c), take(loop_safe, 0), take(carry0, 0))
     results0 = jax.tree_util.tree_map(lambda a: jnp.zeros((batch,) + a.shape, a.dtype), one)
 
-    def select(retire, new, old):
-        return jax.tree_util.tree_map(
-            lambda n, o: jnp.where(retire.reshape((-1,) + (1,) * (o.ndim - 1)), n, o), new, old)
-
     def refill(retire, lane_index, lane_safe, lane_carry, next_index, results):
         out = jax.vmap(lambda s, c: lane_loop(s).finish(c))(lane_safe, lane_carry)
         # Retired lanes write at their problem's index; the others at B, which "drop" discards.
@@ -115,8 +112,10 @@ def solve_batch(problems: ContactProblem, solver: ContactSolver | None = None, w
         lane_index = jnp.where(retire, next_index + rank, lane_index)
         next_index = next_index + jnp.sum(retire)
         index = jnp.minimum(lane_index, batch - 1)
-        lane_safe = select(retire, take(loop_safe, index), lane_safe)
-        lane_carry = select(retire, take(carry0, index), lane_carry)
+        # per lane: retired lanes take the new problem and its initial state, the others keep theirs
+        keep = jax.vmap(_freeze)
+        lane_safe = keep(~retire, lane_safe, take(loop_safe, index))
+        lane_carry = keep(~retire, lane_carry, take(carry0, index))
         return lane_index, lane_safe, lane_carry, next_index, results
 
     def trip(loop_carry):
