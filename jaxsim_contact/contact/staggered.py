@@ -21,6 +21,28 @@ acceleration (``jaxsim_contact.contact.anderson``, with its residual safeguard) 
 ``‖λ_T‖ ≤ μ λ_N``) before it warm-starts the next sub-problems. Same problems: 107–150 outer
 iterations; 7 contacts: 14–24 instead of 54–131 (``tests/contact/test_solvers.py``).
 ``anderson_memory=0`` is Alg. 7 as printed.
+
+On hyperstatic problems (fewer dofs than contact rows, so ``G_TT`` is singular) both crawl, and
+Anderson can stall where the plain iteration still creeps on: its safeguard rejects almost every
+extrapolation and the iterate wanders at a criterion of 1e-4…1e-1. So acceleration is switched
+off for the rest of the solve once the criterion has not dropped by 10 % for 50 outer iterations
+(``STALL_PATIENCE``, ``STALL_FACTOR``). Random hyperstatic problems, NCP criterion 1e-6, cap 20000
+outer iterations, 128 problems per row (``benchmarks/staggered_hyperstatic.py``, results
+``benchmarks/results/staggered_hyperstatic_{16,32}.md``), failed / mean outer iterations:
+
+===============  ==============  ==============  ================
+contacts × dofs  plain Alg. 7    Anderson only   Anderson + guard
+===============  ==============  ==============  ================
+16 × 24          1 / 888         6 / 1291        1 / 687
+16 × 32          0 / 1143        2 / 1035        0 / 841
+32 × 64          3 / 2618        6 / 2744        3 / 2405
+===============  ==============  ==============  ================
+
+The failures left are the algorithm's, the same problems with or without acceleration (at
+1.8e-6 … 5.2e-3 after 20000 iterations): Alg. 7 has no convergence guarantee (seed 001 §III-D,
+"seems, in practice, to converge most of the time"). They are hard for the NCP itself: ADMM's
+De Saxcé fixed point (no guarantee for the NCP either) capped at 3000 iterations leaves two of
+these four above 1e-6 (``ADMM("ncp")`` 2.3e-6 and 5.9e-4) and ``jc.step``'s ADMM one (3.6e-6).
 """
 
 from __future__ import annotations
@@ -71,8 +93,9 @@ def eigen_admm(Q, evals, q, project, z, gamma, rho, kappa, num_iterations: int,
 class StaggeredState(eqx.Module):
     """Iterate: ``force`` ``(n, 3)``; inner ADMM duals ``gamma_n`` ``(n,)``, ``gamma_t``
     ``(2n,)``; inner ``rho_n``, ``rho_t``; eigendata of ``G_NN`` and ``G_TT`` and their κ;
-    ``anderson``: the outer iteration's Anderson history over the ``3n`` forces (``None`` when
-    ``anderson_memory = 0``)."""
+    ``anderson``: the outer iteration's Anderson history over the ``3n`` forces;
+    ``best_criterion``, ``stalled_for`` (int32), ``accelerate`` (bool): the stall guard that turns
+    Anderson off (the four are ``None`` when ``anderson_memory = 0``)."""
 
     force: jax.Array
     gamma_n: jax.Array
@@ -86,6 +109,9 @@ class StaggeredState(eqx.Module):
     e_t: jax.Array
     kappa_t: jax.Array
     anderson: AndersonHistory | None = None
+    best_criterion: jax.Array | None = None
+    stalled_for: jax.Array | None = None
+    accelerate: jax.Array | None = None
 
 
 def _clip_to_disks(tangential, radius):
@@ -99,6 +125,22 @@ def _feasible(force, friction):
     """``(n, 3)`` forces made feasible: ``λ_N ≥ 0``, then ``λ_T`` clipped to ``μ λ_N``."""
     normal = jnp.maximum(force[:, 2], 0.0)
     return jnp.concatenate([_clip_to_disks(force[:, :2], friction * normal), normal[:, None]], 1)
+
+
+#: Anderson acceleration is switched off (for the rest of the solve) once the NCP criterion of the
+#: iterates has not dropped below ``STALL_FACTOR`` × its best for ``STALL_PATIENCE`` outer
+#: iterations; see the module docstring for the measurements behind the two numbers
+STALL_PATIENCE = 50
+STALL_FACTOR = 0.9
+
+
+def _stall_guard(crit, best, stalled_for, accelerate):
+    """``(best, stalled_for, accelerate)`` updated with the criterion ``crit`` of the current
+    iterate (scalars; ``accelerate`` only ever goes from True to False)."""
+    improved = crit < STALL_FACTOR * best
+    best = jnp.where(improved, crit, best)
+    stalled_for = jnp.where(improved, 0, stalled_for + 1)
+    return best, stalled_for, accelerate & (stalled_for < STALL_PATIENCE)
 
 
 def _blocks(problem):
@@ -117,7 +159,8 @@ class StaggeredProjections(ContactSolver):
       tolerance: dynamic; stop when the NCP ``ε_abs`` (eq. 15) ``≤ tolerance``.
       inner_iterations: static ADMM iterations per sub-problem and outer iteration (default 10).
       anderson_memory: static; Anderson acceleration of the outer iteration over this many
-        iterates (default 5; 0: Alg. 7 unaccelerated — see the module docstring).
+        iterates (default 5; 0: Alg. 7 unaccelerated), switched off for the rest of the solve
+        when the criterion stalls — see the module docstring.
     """
 
     max_iterations: int = eqx.field(static=True)
@@ -148,8 +191,10 @@ class StaggeredProjections(ContactSolver):
         sigma = A @ force.reshape(3 * n) + problem.free_velocity
         history = (anderson_init(self.anderson_memory, 3 * n, force.dtype)
                    if self.anderson_memory else None)
+        guard = ((jnp.full((), jnp.inf, force.dtype), jnp.zeros((), jnp.int32), jnp.ones((), bool))
+                 if self.anderson_memory else (None, None, None))
         return StaggeredState(force, -sigma[idx_n], -sigma[idx_t], rho_n, rho_t,
-                              q_n, e_n, kappa_n, q_t, e_t, kappa_t, history)
+                              q_n, e_n, kappa_n, q_t, e_t, kappa_t, history, *guard)
 
     def step(self, problem, state):
         A, idx_n, idx_t = _blocks(problem)
@@ -176,12 +221,15 @@ class StaggeredProjections(ContactSolver):
                                         self.inner_iterations)
         force = jnp.concatenate([lt.reshape(n, 2), ln[:, None]], axis=1)
         history = state.anderson
+        guard = (state.best_criterion, state.stalled_for, state.accelerate)
         if self.anderson_memory:
             extrapolated, history = anderson_step(history, state.force.reshape(3 * n),
                                                   force.reshape(3 * n))
-            force = _feasible(extrapolated.reshape(n, 3), mu)
-        return eqx.tree_at(lambda s: (s.force, s.gamma_n, s.gamma_t, s.rho_n, s.rho_t, s.anderson),
-                           state, (force, gamma_n, gamma_t, rho_n, rho_t, history),
+            force = jnp.where(state.accelerate, _feasible(extrapolated.reshape(n, 3), mu), force)
+            guard = _stall_guard(criterion(problem, state.force, "ncp"), *guard)
+        return eqx.tree_at(lambda s: (s.force, s.gamma_n, s.gamma_t, s.rho_n, s.rho_t, s.anderson,
+                                      s.best_criterion, s.stalled_for, s.accelerate),
+                           state, (force, gamma_n, gamma_t, rho_n, rho_t, history, *guard),
                            is_leaf=lambda x: x is None)
 
     def criterion(self, problem, state):

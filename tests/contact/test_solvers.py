@@ -213,16 +213,37 @@ def test_anderson_acceleration_gets_staggered_projections_to_1e6_on_dense_proble
     assert np.all(np.asarray(accelerated.iterations) <= 200), np.asarray(accelerated.iterations)
 
 
-def test_staggered_stalls_on_a_hyperstatic_random_problem():
-    """Known limitation (seed 001 Table III: staggered projections has no convergence guarantee):
-    with 16 contacts on 24 dofs (``G`` of rank 24 < 48, so the friction block ``G_TT`` is
-    singular) the outer fixed point of one problem stalls around 1e-5..1e-3 even with Anderson
-    acceleration, while ADMM converges. Recorded so that a fix shows up as a failing test."""
-    p = batch(16, 24)
-    st = run(HIGH_ACCURACY["staggered"], p)
+def _hyperstatic_problems(indices, n=16, nv=24, count=128):
+    """Problems ``indices`` of a fixed sample of ``count`` random hyperstatic problems (the sample
+    of ``benchmarks/staggered_hyperstatic.py``'s 16 × 24 row)."""
+    rng = np.random.default_rng(7000 + n + nv)
+    problems = [B.random_problem(rng, n, nv) for _ in range(count)]
+    return _stack([problems[i] for i in indices])
+
+
+def test_staggered_reaches_1e6_on_hyperstatic_random_problems(monkeypatch):
+    """With 16 contacts on 24 dofs (``G`` of rank 24 < 48, ``G_TT`` singular) the outer fixed point
+    crawls: test_solvers' own problems need up to ~4000 outer iterations. On three problems of a
+    larger sample Anderson acceleration alone stalls (the criterion wanders at 1e-4..1e-1 for
+    20000 iterations); the stall guard switches it off and they converge within 1100. Seed 001
+    §III-D: Alg. 7 has no convergence guarantee (the sample's remaining failures are listed in the
+    module docstring of ``contact/staggered.py``)."""
+    from jaxsim_contact.contact import staggered
+
+    solver = C.StaggeredProjections(max_iterations=20000, tolerance=1e-6)
+    for p in (batch(16, 24), _hyperstatic_problems([32, 64, 99])):
+        sol = run(solver, p)
+        assert np.all(np.asarray(sol.converged)), (np.asarray(sol.criterion), np.asarray(sol.iterations))
+        crit = jax.vmap(lambda q, f: C.criterion(q, f, "ncp"))(p, sol.force)
+        assert np.all(np.asarray(crit) <= 1e-6)
+    assert np.all(np.asarray(sol.iterations) <= 1100), np.asarray(sol.iterations)
+    # the same problems without the guard: Anderson stalls far above the tolerance
+    monkeypatch.setattr(staggered, "STALL_PATIENCE", 10**9)
+    unguarded = run(C.StaggeredProjections(max_iterations=2000, tolerance=1e-6), p)
+    assert np.all(np.asarray(unguarded.criterion) > 1e-5), np.asarray(unguarded.criterion)
+    # ADMM solves the same problems (they are feasible)
     ad = run(HIGH_ACCURACY["admm-ncp"], p)
     assert np.all(np.asarray(ad.criterion) <= 1e-6)
-    assert np.any(np.asarray(st.criterion) > 1e-5)
 
 
 def _low_rank_factor(G, rank):
