@@ -38,11 +38,11 @@ contacts × dofs  plain Alg. 7    Anderson only   Anderson + guard
 32 × 64          3 / 2618        6 / 2744        3 / 2405
 ===============  ==============  ==============  ================
 
-The failures left are the algorithm's, the same problems with or without acceleration (at
-1.8e-6 … 5.2e-3 after 20000 iterations): Alg. 7 has no convergence guarantee (seed 001 §III-D,
-"seems, in practice, to converge most of the time"). They are hard for the NCP itself: ADMM's
-De Saxcé fixed point (no guarantee for the NCP either) capped at 3000 iterations leaves two of
-these four above 1e-6 (``ADMM("ncp")`` 2.3e-6 and 5.9e-4) and ``jc.step``'s ADMM one (3.6e-6).
+The failures left are the algorithm's, the same problems with or without acceleration: three
+of the four crawl on (cap 100000: 1e-6 after 22205, 26355 and 37939 outer iterations) and one
+(32 × 64, problem 35) is stuck at 5.2e-3 — Alg. 7 has no convergence guarantee (seed 001 §III-D,
+"seems, in practice, to converge most of the time"); ADMM solves it in 944 iterations. The slow
+ones are slow for ADMM too (``ADMM("ncp")`` capped at 3000 leaves two of the four above 1e-6).
 """
 
 from __future__ import annotations
