@@ -3,7 +3,7 @@
 ``ContactProblem(delassus, free_velocity, friction, compliance=None, active=None)`` with per-contact
 frames ``(t1, t2, n)`` (normal last); ``solve(problem, solver, warm_start)``; solvers ``PGS``,
 ``ADMM``, ``StaggeredProjections``, ``Raisim``, ``PrimalNewton``; criteria ``residuals``;
-``solve_batch(problems, solver, lanes=32)`` solves a batch of independent problems on a few lanes
+``solve_batch(problems, solver)`` solves a batch of independent problems on a few lanes
 fed from a work queue (about the mean iteration count per problem instead of vmap's slowest lane).
 ``solve`` is differentiable w.r.t. ``G, g, μ, R`` (``gradient="implicit"``: mode-aware implicit
 rule of :mod:`.implicit`, seed 004 §III-B; ``"unrolled"``; or ``RelaxedComplementarity(ρ)``: the

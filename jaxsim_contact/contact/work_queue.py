@@ -32,11 +32,28 @@ from .solve import (
     sanitize_problem,
 )
 
-__all__ = ["solve_batch"]
+__all__ = ["solve_batch", "default_lanes"]
+
+#: The automatic lane count keeps the lanes' Delassus matrices together within about this many
+#: bytes (a CPU core's L2 cache): few lanes for large problems, up to ``MAX_LANES`` for small ones
+LANE_BUDGET_BYTES = 600_000
+MAX_LANES = 32
+#: at least two lanes: a lone eigendecomposition costs more than a batched pair (ADMM's eigh
+#: variant, 64 contacts: 2.5x the time per problem on 1 lane than on 2)
+MIN_LANES = 2
+
+
+def default_lanes(num_contacts: int, dtype) -> int:
+    """Lanes :func:`solve_batch` uses when ``lanes=None``: ``LANE_BUDGET_BYTES`` over the bytes of
+    one ``(3n, 3n)`` Delassus matrix of ``dtype``, clipped to ``[MIN_LANES, MAX_LANES]`` — 32 for up
+    to 16 contacts, 8 for 32, 2 for 64 in float64. Measured on one CPU core
+    (``benchmarks/results/solve_batch_lanes.md``); on a GPU pass ``lanes`` explicitly (many more)."""
+    per_lane = (3 * int(num_contacts)) ** 2 * jnp.dtype(dtype).itemsize
+    return int(min(MAX_LANES, max(MIN_LANES, LANE_BUDGET_BYTES // per_lane)))
 
 
 def solve_batch(problems: ContactProblem, solver: ContactSolver | None = None, warm_start=None,
-                gradient="implicit", lanes: int = 32, refill_every: int = 10) -> ContactSolution:
+                gradient="implicit", lanes: int | None = None, refill_every: int = 10) -> ContactSolution:
     """Solve ``B`` independent contact problems on ``lanes`` lanes fed from a queue (see module;
     the solvers are those of seed 001 §III, unchanged).
 
@@ -48,11 +65,13 @@ def solve_batch(problems: ContactProblem, solver: ContactSolver | None = None, w
       gradient: ``"implicit"`` (default) or a smoothed rule (``RelaxedComplementarity``,
         ``RandomizedSmoothing``), attached per problem exactly as by ``solve``; ``"unrolled"``
         raises ``ValueError`` (the queue is a ``while_loop``; use ``jax.vmap(solve)`` for it).
-      lanes: problems in flight (static int ≥ 1); ``min(lanes, B)`` are used. More lanes amortise
-        per-kernel overhead over more problems; fewer keep the lanes' matrices in cache and
-        shorten the final drain, when the last problems run alone. Measured on one CPU core
-        (``benchmarks/results/solvers_b1024_queue*.md``): 32 for 4–16 contacts, 1–2 for 64
-        (a 192 × 192 Delassus matrix is 295 kB).
+      lanes: problems in flight (static int ≥ 1; ``None``: :func:`default_lanes` from the
+        problem size); ``min(lanes, B)`` are used. More lanes amortise per-kernel overhead over
+        more problems; fewer keep the lanes' matrices in cache and shorten the final drain, when
+        the last problems run alone. Measured on one CPU core
+        (``benchmarks/results/solve_batch_lanes.md``, ``solvers_b1024_queue*.md``): 16–32 for 4–16
+        contacts, 2–8 for 64 (a 192 × 192 Delassus matrix is 295 kB; 32 lanes there cost 1.5–1.75×
+        the best); the automatic choice is within 1.09× of the best count on every row.
       refill_every: iterations between refills (static int ≥ 1). A solver that works in epochs
         (ADMM's Cholesky variant refactors every ``refactor_every`` iterations) refills at whole
         epochs: every ``max(1, refill_every // epoch_length)`` epochs. A problem that finishes
@@ -69,13 +88,15 @@ def solve_batch(problems: ContactProblem, solver: ContactSolver | None = None, w
         raise ValueError("solve_batch runs a work queue in a while_loop and cannot unroll it; use "
                          "jax.vmap(jc.contact.solve) with gradient='unrolled'")
     solver = _checked(solver, gradient)
+    if problems.delassus.ndim != 3:
+        raise ValueError("solve_batch expects problems with a leading batch axis (delassus of shape "
+                         f"(B, 3n, 3n)), got delassus of shape {problems.delassus.shape}")
+    if lanes is None:
+        lanes = default_lanes(problems.delassus.shape[-1] // 3, problems.delassus.dtype)
     if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
         raise ValueError(f"lanes must be an int >= 1, got {lanes!r}")
     if not isinstance(refill_every, int) or isinstance(refill_every, bool) or refill_every < 1:
         raise ValueError(f"refill_every must be an int >= 1, got {refill_every!r}")
-    if problems.delassus.ndim != 3:
-        raise ValueError("solve_batch expects problems with a leading batch axis (delassus of shape "
-                         f"(B, 3n, 3n)), got delassus of shape {problems.delassus.shape}")
     batch = problems.delassus.shape[0]
     width = min(lanes, batch)
 

@@ -58,7 +58,7 @@ def test_queue_gives_the_vmapped_solution(name):
 def test_more_lanes_than_problems_and_warm_starts():
     solver = SOLVERS["admm-eigh"]
     problems = jax.tree_util.tree_map(lambda x: x[:3], _problems())
-    cold = C.solve_batch(problems, solver, lanes=32)
+    cold = C.solve_batch(problems, solver)  # lanes=None: default_lanes → 32 > 3 problems
     np.testing.assert_allclose(cold.force, jax.vmap(lambda p: C.solve(p, solver))(problems).force,
                                rtol=1e-12, atol=1e-14)
     # warm-started at the solution (a batched ContactSolution, with its ρ): no iteration needed
@@ -105,3 +105,12 @@ def test_bad_arguments_raise():
         C.solve_batch(problems, gradient="unrolled")
     with pytest.raises(ValueError, match="leading batch axis"):
         C.solve_batch(jax.tree_util.tree_map(lambda x: x[0], problems))
+
+
+def test_default_lanes_follow_the_problem_size():
+    """``lanes=None``: the lanes' Delassus matrices kept within ``LANE_BUDGET_BYTES`` (32 lanes for
+    small problems, 2 for 64 contacts in float64, twice that in float32), never fewer than 2."""
+    from jaxsim_contact.contact.work_queue import default_lanes
+
+    assert [default_lanes(n, jnp.float64) for n in (1, 4, 16, 32, 64, 256)] == [32, 32, 32, 8, 2, 2]
+    assert default_lanes(64, jnp.float32) == 4
