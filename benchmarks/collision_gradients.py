@@ -39,11 +39,13 @@ pose of B by each estimator and by finite differences; split into colliding and 
 as in the paper. Per-pair time = call time / B.
 
 Run: ``python benchmarks/collision_gradients.py`` (reduced size, < 10 min on 2 cores) or with
-``--full`` (the paper's 100 pairs × 100 targets, ~30 CPU-hours on this machine: resumable — every
+``--full`` (the paper's 100 pairs × 100 targets, 79 chunks of 128 problems, 6.4 min each on one
+core of session 27's machine — ~8.5 core-hours: resumable — every
 finished chunk of problems is saved under ``--store``, by default
 ``benchmarks/results/collision_gradients_full_chunks/``, and rerunning the same command continues
 where it stopped; e.g. ``nice -n 19 taskset -c 1 python benchmarks/collision_gradients.py --full
---out benchmarks/results/collision_gradients_full.md``). Writes
+--out benchmarks/results/collision_gradients_full.md``; ``--shard K/M`` splits the chunks over M
+processes, one per core). Writes
 ``benchmarks/results/collision_gradients.md`` (``--out`` to change) and a JSON twin. Float64.
 """
 
@@ -223,7 +225,7 @@ def quantiles(values):
     return {k: float(np.quantile(v, q)) for k, q in (("D1", 0.1), ("Q1", 0.25), ("median", 0.5), ("Q3", 0.75), ("D9", 0.9))}
 
 
-def run_table1(problems, seed, chunk, store=None):
+def run_table1(problems, seed, chunk, store=None, shard=(0, 1)):
     """Terminal costs and cost histories of every estimator on every problem.
 
     Chunks of ``chunk`` problems run one after the other, every estimator on the same chunk. With
@@ -232,6 +234,10 @@ def run_table1(problems, seed, chunk, store=None):
     the directory is loaded instead of recomputed — so a long run (``--full``: ~30 CPU-hours here)
     can be stopped at any time and continued by the same command. Problems and keys depend only on
     ``seed`` and the problem index, so a continued run is the run it would have been.
+
+    ``shard = (k, m)`` computes only the missing chunks whose index is ``k`` modulo ``m`` (so ``m``
+    processes, e.g. one per core, share a ``store``); returns ``None`` while chunks of other
+    shards are missing, the results once every chunk is in the store.
     """
     n = problems["t1"].shape[0]
     keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.PRNGKey(seed), i))(jnp.arange(n))
@@ -244,8 +250,12 @@ def run_table1(problems, seed, chunk, store=None):
     if store is not None:
         store = Path(store)
         store.mkdir(parents=True, exist_ok=True)
+    missing = 0
     for start in range(0, n, chunk):
         path = None if store is None else store / f"chunk_{start:06d}.npz"
+        if (start // chunk) % shard[1] != shard[0] and (path is None or not path.exists()):
+            missing += 1  # another shard's chunk, not computed yet
+            continue
         if path is not None and path.exists():
             saved = np.load(path)
             if int(saved["size"]) != min(chunk, n - start) or list(saved["names"]) != names:
@@ -282,6 +292,10 @@ def run_table1(problems, seed, chunk, store=None):
             seconds[name] += chunk_seconds[i]
         print(f"  chunk {start}-{start + chunk_final[0].shape[0]} of {n} done "
               f"({sum(chunk_seconds):.0f} s)", flush=True)
+    if missing:
+        print(f"  shard {shard[0]}/{shard[1]} done; {missing} chunks of other shards still missing",
+              flush=True)
+        return None
     results = {}
     for name in names:
         final = np.concatenate(finals[name])
@@ -483,6 +497,8 @@ def main():
     parser.add_argument("--skip-table2", action="store_true")
     parser.add_argument("--lm-damping", type=float, default=LM_DAMPING, help="ν₀ of the Levenberg–Marquardt term (0: none)")
     parser.add_argument("--no-adaptive", action="store_true", help="keep ν fixed (with --lm-damping 0: plain Gauss–Newton)")
+    parser.add_argument("--shard", default="0/1", help="K/M: compute only chunks K mod M (M processes "
+                        "sharing --store); Table I is reported once every chunk is stored")
     parser.add_argument("--resume", help="take Table I from this JSON (written by an earlier run) and run Table II only")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "collision_gradients.md"))
     parser.add_argument("--store", help="directory of finished Table I chunks: saved as they finish, "
@@ -503,8 +519,13 @@ def main():
         args.pairs, args.targets = saved.get("size", (args.pairs, args.targets))
     else:
         problems = make_problems(args.pairs, args.targets, args.seed)
+        shard = tuple(int(x) for x in args.shard.split("/"))
+        if len(shard) != 2 or not 0 <= shard[0] < shard[1]:
+            raise SystemExit(f"--shard must be K/M with 0 <= K < M, got {args.shard!r}")
         table1 = {} if args.skip_table1 else run_table1(problems, args.seed, min(args.chunk, args.pairs * args.targets),
-                                                        store=args.store)
+                                                        store=args.store, shard=shard)
+        if table1 is None:
+            return
         # saved before Table II so that a long Table II can be rerun alone (--resume)
         Path(args.out).with_suffix(".table1.json").write_text(
             json.dumps(dict(table1=table1, size=(args.pairs, args.targets)), indent=1))
