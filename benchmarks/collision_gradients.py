@@ -282,7 +282,7 @@ def run_table1(problems, seed, chunk, store=None, shard=(0, 1)):
             chunk_seconds.append(elapsed)
         if path is not None:
             tmp = path.with_suffix(".tmp.npz")
-            np.savez(tmp, final=np.stack(chunk_final), history=np.stack(chunk_history),
+            np.savez_compressed(tmp, final=np.stack(chunk_final), history=np.stack(chunk_history),
                      seconds=np.asarray(chunk_seconds), names=np.asarray(names),
                      size=np.asarray(chunk_final[0].shape[0]))
             tmp.replace(path)  # a run killed mid-write leaves no half chunk behind
