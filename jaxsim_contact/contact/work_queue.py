@@ -39,7 +39,7 @@ __all__ = ["solve_batch", "default_lanes"]
 LANE_BUDGET_BYTES = 600_000
 MAX_LANES = 32
 #: at least two lanes: a lone eigendecomposition costs more than a batched pair (ADMM's eigh
-#: variant, 64 contacts: 2.5x the time per problem on 1 lane than on 2)
+#: variant, 64 contacts: 2.3x the time per problem on 1 lane as on 2, solve_batch_lanes.md)
 MIN_LANES = 2
 
 
@@ -69,8 +69,8 @@ def solve_batch(problems: ContactProblem, solver: ContactSolver | None = None, w
         problem size); ``min(lanes, B)`` are used. More lanes amortise per-kernel overhead over
         more problems; fewer keep the lanes' matrices in cache and shorten the final drain, when
         the last problems run alone. Measured on one CPU core
-        (``benchmarks/results/solve_batch_lanes.md``, ``solvers_b1024_queue*.md``): 16–32 for 4–16
-        contacts, 2–8 for 64 (a 192 × 192 Delassus matrix is 295 kB; 32 lanes there cost 1.5–1.75×
+        (``benchmarks/results/solve_batch_lanes.md``, ``solvers_b1024_queue*.md``): 8–32 for 4–16
+        contacts, 4–16 for 32, 1–8 for 64 (a 192 × 192 Delassus matrix is 295 kB; 32 lanes there cost 1.5–1.75×
         the best); the automatic choice is within 1.09× of the best count on every row.
       refill_every: iterations between refills (static int ≥ 1). A solver that works in epochs
         (ADMM's Cholesky variant refactors every ``refactor_every`` iterations) refills at whole
