@@ -39,8 +39,9 @@ pose of B by each estimator and by finite differences; split into colliding and 
 as in the paper. Per-pair time = call time / B.
 
 Run: ``python benchmarks/collision_gradients.py`` (reduced size, < 10 min on 2 cores) or with
-``--full`` (the paper's 100 pairs × 100 targets, 79 chunks of 128 problems, 6.4 min each on one
-core of session 27's machine — ~8.5 core-hours: resumable — every
+``--full`` (the paper's 100 pairs × 100 targets, 79 chunks of 128 problems, ~140 s each on an
+idle core of session 27's machine — ~3 core-hours (6.4 min per chunk while a CI run shared the
+cores): resumable — every
 finished chunk of problems is saved under ``--store``, by default
 ``benchmarks/results/collision_gradients_full_chunks/``, and rerunning the same command continues
 where it stopped; e.g. ``nice -n 19 taskset -c 1 python benchmarks/collision_gradients.py --full
