@@ -93,8 +93,9 @@ def eigen_admm(Q, evals, q, project, z, gamma, rho, kappa, num_iterations: int,
 class StaggeredState(eqx.Module):
     """Iterate: ``force`` ``(n, 3)``; inner ADMM duals ``gamma_n`` ``(n,)``, ``gamma_t``
     ``(2n,)``; inner ``rho_n``, ``rho_t``; eigendata of ``G_NN`` and ``G_TT`` and their κ;
-    ``anderson``: the outer iteration's Anderson history over the ``3n`` forces;
-    ``best_criterion``, ``stalled_for`` (int32), ``accelerate`` (bool): the stall guard that turns
+    ``criterion``: the NCP criterion of ``force`` (computed once per iterate: the driver's stopping
+    test and the stall guard both read it); ``anderson``: the outer iteration's Anderson history
+    over the ``3n`` forces; ``best_criterion``, ``stalled_for`` (int32), ``accelerate`` (bool): the stall guard that turns
     Anderson off (the four are ``None`` when ``anderson_memory = 0``)."""
 
     force: jax.Array
@@ -108,6 +109,7 @@ class StaggeredState(eqx.Module):
     q_t: jax.Array
     e_t: jax.Array
     kappa_t: jax.Array
+    criterion: jax.Array
     anderson: AndersonHistory | None = None
     best_criterion: jax.Array | None = None
     stalled_for: jax.Array | None = None
@@ -194,7 +196,8 @@ class StaggeredProjections(ContactSolver):
         guard = ((jnp.full((), jnp.inf, force.dtype), jnp.zeros((), jnp.int32), jnp.ones((), bool))
                  if self.anderson_memory else (None, None, None))
         return StaggeredState(force, -sigma[idx_n], -sigma[idx_t], rho_n, rho_t,
-                              q_n, e_n, kappa_n, q_t, e_t, kappa_t, history, *guard)
+                              q_n, e_n, kappa_n, q_t, e_t, kappa_t,
+                              criterion(problem, force, "ncp"), history, *guard)
 
     def step(self, problem, state):
         A, idx_n, idx_t = _blocks(problem)
@@ -226,11 +229,12 @@ class StaggeredProjections(ContactSolver):
             extrapolated, history = anderson_step(history, state.force.reshape(3 * n),
                                                   force.reshape(3 * n))
             force = jnp.where(state.accelerate, _feasible(extrapolated.reshape(n, 3), mu), force)
-            guard = _stall_guard(criterion(problem, state.force, "ncp"), *guard)
-        return eqx.tree_at(lambda s: (s.force, s.gamma_n, s.gamma_t, s.rho_n, s.rho_t, s.anderson,
-                                      s.best_criterion, s.stalled_for, s.accelerate),
-                           state, (force, gamma_n, gamma_t, rho_n, rho_t, history, *guard),
+            guard = _stall_guard(state.criterion, *guard)
+        return eqx.tree_at(lambda s: (s.force, s.gamma_n, s.gamma_t, s.rho_n, s.rho_t, s.criterion,
+                                      s.anderson, s.best_criterion, s.stalled_for, s.accelerate),
+                           state, (force, gamma_n, gamma_t, rho_n, rho_t,
+                                   criterion(problem, force, "ncp"), history, *guard),
                            is_leaf=lambda x: x is None)
 
     def criterion(self, problem, state):
-        return criterion(problem, state.force, "ncp")
+        return state.criterion
