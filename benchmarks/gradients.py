@@ -5,8 +5,11 @@ Per scene and engine, one environment (per-env times), float64, every call block
 compile time (first call minus steady call) reported separately, median of ``--repeats`` calls:
 
 * ``step``      one forward step;
-* ``jacobian``  the full step Jacobian ``∂v⁺/∂(q, v, τ)`` (``nv × (nq + nv + nu)``) by
+* ``jacfwd``    the full step Jacobian ``∂v⁺/∂(q, v, τ)`` (``nv × (nq + nv + nu)``) by
   ``jax.jacfwd`` (ours: implicit contact derivatives; MJX: autodiff of its solver);
+* ``jacrev``    the same by ``jax.jacrev`` (``nv`` cotangents instead of ``nq + nv + nu``
+  tangents; MJX: not available, its solver's ``while_loop`` has no reverse mode);
+* ``jacobian``  the faster of the two — the one a user would pick — used in the ratios;
 * ``fd``        the same Jacobian by central finite differences: ``2 (nq + nv + nu)`` steps in one
   ``vmap``-ed program (the cheapest way to run them on one core in JAX);
 * ``rollout``   a 100-step rollout (``lax.scan``);
@@ -198,7 +201,16 @@ def _measure(name, f_step, x, f_rollout, loss_args, repeats, fd_step, skip_over)
         res["error"] = f"skipped: one step takes {res['step_s']:.2f} s"
         return res
     jac = jax.jit(jax.jacfwd(f_step))
-    res["jacobian_s"], res["jacobian_compile_s"], jf = _timed(lambda: jac(x), repeats)
+    res["jacfwd_s"], res["jacfwd_compile_s"], jf = _timed(lambda: jac(x), repeats)
+    try:  # reverse mode: nv cotangents instead of nq + nv + nu tangents
+        jac_rev = jax.jit(jax.jacrev(f_step))
+        res["jacrev_s"], res["jacrev_compile_s"], jr = _timed(lambda: jac_rev(x), repeats)
+        res["jacrev_vs_jacfwd"] = float(jnp.max(jnp.abs(jr - jf)) / jnp.maximum(jnp.max(jnp.abs(jf)), 1e-12))
+    except Exception as err:  # noqa: BLE001 - a peer without reverse mode through its solver
+        res["jacrev_error"] = f"{type(err).__name__}: {err}"[:300]
+    # "the Jacobian" of the ratios: the faster of the two modes, as a user would pick
+    res["jacobian_mode"] = "jacrev" if res.get("jacrev_s", float("inf")) < res["jacfwd_s"] else "jacfwd"
+    res["jacobian_s"] = res[f"{res['jacobian_mode']}_s"]
     fd = jax.jit(lambda y: jax.vmap(f_step)(_fd_inputs(y, fd_step)))
     res["fd_s"], res["fd_compile_s"], out = _timed(lambda: fd(x), repeats)
     jfd = ((out[:n] - out[n:]) / (2 * fd_step)).T
@@ -367,14 +379,15 @@ def markdown(meta, rows, argv) -> str:
         "Ours: hard NCP contact (ADMM, default options), implicit contact derivatives. MJX: its soft "
         "contact, autodiff through its solver (step Jacobian: forward mode through the solver "
         "`while_loop`; rollout gradient: `opt.iterations = 1`, since the loop has no reverse mode). "
-        f"Step Jacobian = `jax.jacfwd` of v⁺ w.r.t. (q, v, τ); FD = central differences "
+        "Step Jacobian of v⁺ w.r.t. (q, v, τ): `jax.jacfwd` and `jax.jacrev` timed, the faster "
+        "(mode in the table) used in the ratios; FD = central differences "
         f"(h = {meta['fd_step']:g}, 2(nq + nv + nu) steps in one vmapped call); "
         f"rollout = {meta['horizon']} steps, grad = `jax.grad` of a scalar loss w.r.t. the controls "
         "and the initial velocity. Times in ms; compile times (s) in the JSON.",
         "",
-        "| scene | nv | engine | step | Jacobian | Jacobian / step | FD | FD / Jacobian | rollout | "
-        "grad | grad / rollout | ‖J − J_fd‖/‖J_fd‖ | contacts |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| scene | nv | engine | step | jacfwd | jacrev | Jacobian / step (mode) | FD | FD / Jacobian | "
+        "rollout | grad | grad / rollout | ‖J − J_fd‖/‖J_fd‖ | contacts |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         for engine in ("ours", "mjx"):
@@ -382,12 +395,14 @@ def markdown(meta, rows, argv) -> str:
             if e is None:
                 continue
             lines.append(
-                f"| {r['scene']} | {r['nv']} | {engine} | {_ms(e, 'step_s')} | {_ms(e, 'jacobian_s')} | "
-                f"{_x(e, 'jacobian_over_step')} | {_ms(e, 'fd_s')} | {_x(e, 'fd_over_jacobian', '{:.1f}')} | "
+                f"| {r['scene']} | {r['nv']} | {engine} | {_ms(e, 'step_s')} | {_ms(e, 'jacfwd_s')} | "
+                f"{_ms(e, 'jacrev_s')} | {_x(e, 'jacobian_over_step')} ({e.get('jacobian_mode', '—')}) | "
+                f"{_ms(e, 'fd_s')} | {_x(e, 'fd_over_jacobian', '{:.1f}')} | "
                 f"{_ms(e, 'rollout_s')} | {_ms(e, 'grad_s')} | {_x(e, 'grad_over_rollout')} | "
                 f"{_x(e, 'jacobian_vs_fd', '{:.1e}')} | {_x(e, 'active_contacts', '{}')} |")
-    errors = [(r["scene"], k, v.get("error") or v.get("grad_error")) for r in rows for k, v in r.items()
-              if isinstance(v, dict) and ("error" in v or "grad_error" in v)]
+    errors = [(r["scene"], f"{k} {key.removesuffix('error').replace('_', ' ').strip()}".strip(), v[key])
+              for r in rows for k, v in r.items() if isinstance(v, dict)
+              for key in ("error", "grad_error", "jacrev_error") if key in v]
     if errors:
         lines += ["", "Errors / skips:", ""] + [f"- {s} {k}: {e}" for s, k, e in errors]
     ours = [r["ours"] for r in rows if isinstance(r.get("ours"), dict) and "jacobian_s" in r["ours"]]
