@@ -104,6 +104,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from ..batching import switch_on_max
 from ..collision.smoothing import instantiate_zeros, is_symbolic_zero
 from ..math import safe_norm, safe_normalize
 from .problem import de_saxce
@@ -384,9 +385,11 @@ def _block_solve(system: _ImplicitSystem, free: jax.Array, b: jax.Array, contact
 def _tiered_solve(num_contacts: int, transpose: bool):
     """``_block_solve`` in the smallest block of ``PSEUDO_INVERSE_TIERS`` contacts that holds the free
     ones (else the whole system). ``lax.switch`` on a traced count would become a ``select``
-    under ``vmap`` (every SVD on every lane); the batching rule switches on the largest count of
-    the batch instead (as ``distance``'s EPA gate), and maps only the batched arguments, so a
-    batch of right-hand sides of one system (``jacfwd``'s directions) factors it once."""
+    under ``vmap`` (every SVD on every lane); :func:`~jaxsim_contact.batching.switch_on_max`
+    switches on the largest count of the batch instead, at every level of nested ``vmap``
+    (environments around ``jacrev``'s cotangents: with a one-level rule the Panda's vmapped step
+    Jacobian ran every tier, 3.0 against 0.9 ms), and maps only the batched arguments, so a batch
+    of right-hand sides of one system (``jacfwd``'s directions) factors it once."""
     # a tier is worth its branch when its SVD costs at most (2/3)³ of the full one
     capacities = [k for k in PSEUDO_INVERSE_TIERS if 3 * k <= 2 * num_contacts]
     branches = [functools.partial(_block_solve, contacts=k, transpose=transpose)
@@ -395,19 +398,8 @@ def _tiered_solve(num_contacts: int, transpose: bool):
     def tier(count):
         return jnp.sum(count > jnp.asarray(capacities, count.dtype))
 
-    @jax.custom_batching.custom_vmap
     def solve(system, free, b):
-        return jax.lax.switch(tier(jnp.sum(free)), branches, system, free, b)
-
-    @solve.def_vmap
-    def _rule(axis_size, in_batched, system, free, b):
-        system_batched, free_batched, b_batched = in_batched
-        axes = jax.tree.map(lambda batched: 0 if batched else None, system_batched)
-        count = jnp.sum(free, axis=-1)
-        index = tier(jnp.max(count) if free_batched else count)
-        mapped = [jax.vmap(branch, in_axes=(axes, 0 if free_batched else None, 0 if b_batched else None),
-                           axis_size=axis_size) for branch in branches]
-        return jax.lax.switch(index, mapped, system, free, b), True
+        return switch_on_max(tier(jnp.sum(free)), branches, system, free, b)
 
     return solve
 
