@@ -23,7 +23,7 @@ import jax
 import jax.custom_batching
 import jax.numpy as jnp
 
-__all__ = ["switch_on_max", "cond_on_any"]
+__all__ = ["switch_on_max"]
 
 
 def switch_on_max(index: jax.Array, branches: Sequence[Callable], *operands):
@@ -62,8 +62,3 @@ def switch_on_max(index: jax.Array, branches: Sequence[Callable], *operands):
 
     return switch(index, tuple(operands))
 
-
-def cond_on_any(pred: jax.Array, true_fn: Callable, false_fn: Callable, *operands):
-    """``lax.cond(pred, true_fn, false_fn, *operands)``; under ``vmap`` ``true_fn`` on every lane when any lane's ``pred`` holds, else ``false_fn``. ``true_fn`` must
-    be valid on the lanes whose ``pred`` is false (e.g. it freezes them itself)."""
-    return switch_on_max(jnp.asarray(pred).astype(jnp.int32), (false_fn, true_fn), *operands)

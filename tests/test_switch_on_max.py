@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim_contact.batching import cond_on_any, switch_on_max
+from jaxsim_contact.batching import switch_on_max
 
 BRANCHES = (lambda x: 0.0 * x, lambda x: x + 1.0, lambda x: 10.0 * x)
 
@@ -37,9 +37,3 @@ def test_every_vmap_level_takes_the_batch_maximum():
     plain = jax.vmap(jax.vmap(lambda i, y: jax.lax.switch(i, BRANCHES, y), in_axes=(None, 0)))
     assert jax.jit(plain).lower(jnp.array([0, 1]), x).compile().as_text().count(" conditional(") == 0
 
-
-def test_cond_on_any_runs_the_true_branch_when_any_lane_asks():
-    f = jax.vmap(lambda p, y: cond_on_any(p, lambda z: z + 1.0, lambda z: z, y))
-    x = jnp.zeros((3, 2))
-    np.testing.assert_array_equal(f(jnp.array([False, True, False]), x), x + 1.0)
-    np.testing.assert_array_equal(f(jnp.array([False, False, False]), x), x)

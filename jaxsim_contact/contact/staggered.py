@@ -95,8 +95,8 @@ class StaggeredState(eqx.Module):
     ``(2n,)``; inner ``rho_n``, ``rho_t``; eigendata of ``G_NN`` and ``G_TT`` and their κ;
     ``criterion``: the NCP criterion of ``force`` (computed once per iterate: the driver's stopping
     test and the stall guard both read it); ``anderson``: the outer iteration's Anderson history
-    over the ``3n`` forces; ``best_criterion``, ``stalled_for`` (int32), ``accelerate`` (bool): the stall guard that turns
-    Anderson off (the four are ``None`` when ``anderson_memory = 0``)."""
+    over the ``3n`` forces; ``best_criterion``, ``stalled_for`` (int32), ``accelerate`` (bool):
+    the stall guard that turns Anderson off (the four are ``None`` when ``anderson_memory = 0``)."""
 
     force: jax.Array
     gamma_n: jax.Array
