@@ -140,6 +140,37 @@ def test_plane_mesh_and_generic_mesh_box_rest_on_a_face():
         assert np.min(np.linalg.norm(got - c, axis=1)) < 1e-3 * 0.1 + 1e-6
 
 
+
+def test_plane_mesh_manifold_derivatives_match_finite_differences():
+    """Depths and points of a tilted hull's contacts w.r.t. its pose (position and a rotation
+    vector), forward and reverse mode, against central differences: the vertex choice is made
+    on values without derivatives and the chosen vertices are recomputed from the pose, which
+    must give the derivative of the full computation away from a change of the chosen vertices."""
+    from jax.test_util import check_grads
+
+    from jaxsim_contact.math import quat_mul
+
+    verts = RNG.normal(size=(40, 3)) * [0.1, 0.07, 0.05]
+    plane = geom([0, 0, 0.01], quat_from_axis_angle(jnp.array([1.0, 0.0, 0.0]), 0.1), SIZES[T.PLANE])
+    base_quat = jnp.asarray(random_quat())
+    fn = pair_function(T.PLANE, T.MESH)[0]
+
+    def manifold(x):  # x = (position (3,), rotation vector (3,))
+        quat = quat_mul(quat_from_axis_angle(x[3:] / jnp.linalg.norm(x[3:]), jnp.linalg.norm(x[3:])),
+                        base_quat)
+        mesh = GeomData(x[:3], quat, quat_to_matrix(quat), jnp.zeros(3), jnp.asarray(verts),
+                        jnp.ones(40, bool))
+        m = fn(plane, mesh, jnp.asarray(0.05))
+        return jnp.concatenate([m.distance, m.point.ravel()])
+
+    x0 = jnp.asarray([0.2, -0.1, 0.05, 0.3, -0.2, 0.1])
+    m = fn(plane, GeomData(x0[:3], base_quat, quat_to_matrix(base_quat), jnp.zeros(3), jnp.asarray(verts),
+                           jnp.ones(40, bool)), jnp.asarray(0.05))
+    assert int(jnp.sum(m.valid)) >= 2  # several vertices within the margin
+    check_grads(manifold, (x0,), order=1, modes=("fwd", "rev"), eps=1e-6, atol=1e-7, rtol=1e-7)
+    np.testing.assert_allclose(jax.jacfwd(manifold)(x0), jax.jacrev(manifold)(x0), atol=1e-12)
+
+
 FILTER_XML = textwrap.dedent("""
     <mujoco>
       <worldbody>
