@@ -10,8 +10,8 @@ expressed in the body frame:
 * free: the body frame *is* ``(q[0:3], q[3:7])`` in the world (free bodies are world children).
 
 Quaternions read from ``q`` are normalised (as MuJoCo does), so slightly drifted states are fine.
-Poses are computed one tree level at a time (a ``lax.scan`` over depth levels, each level
-vectorised over its bodies); velocities are sums over ancestors, i.e. one matrix product.
+Poses are composed along the tree by pointer jumping (``⌈log₂ depth⌉`` vectorised rounds);
+velocities are sums over ancestors, i.e. one matrix product.
 """
 
 from __future__ import annotations
@@ -134,43 +134,58 @@ def _local_frames(model: Model, q: jax.Array):
     return frame, before_joint
 
 
-def _level_table(model: Model) -> np.ndarray:
-    """``(nlevels, width)`` bodies per tree level, padded with ``nbody`` (a scratch row)."""
-    levels = model.tree.levels
-    width = max((len(level) for level in levels), default=1)
-    table = np.full((max(len(levels), 1), width), model.nbody, dtype=np.int64)
-    for i, level in enumerate(levels):
-        table[i, : len(level)] = level
-    return table
+def _compose_along_paths(parent: np.ndarray, local_pos: jax.Array, local_quat: jax.Array):
+    """World poses ``(pos (nbody, 3), quat (nbody, 4))`` from poses in the parent frame.
+
+    Pointer jumping: every body holds the composition of the frames between it and its current
+    ancestor ``up[b]`` (initially its parent); each round composes it with the ancestor's own and
+    jumps ``up[b] ← up[up[b]]``, so ``⌈log₂ depth⌉`` rounds reach the world (body 0, whose frame
+    is the identity). Bodies are sorted by depth (a static permutation), so the bodies still
+    short of the world after a round are a suffix: each round is one gather and one vectorised
+    composition over that suffix, joined to the finished prefix by a concatenation.
+
+    Not a ``lax.scan`` over depth levels: linearising a scan for reverse mode stacks every
+    intermediate of its body per level (one dynamic-update-slice kernel each, ~30 per level), and
+    a chain robot has one level per link (the Panda 11). A/B against the scan (medians of 4
+    runs, one core each): step humanoid 0.78 -> 0.67 ms, Panda and Go2 unchanged; ``jacrev`` of a
+    step Panda 0.43 -> 0.41, humanoid 1.82 -> 1.62, Go2 1.54 -> 1.51; ``jacfwd`` Panda 0.62 ->
+    0.59, humanoid 2.73 -> 2.70, but Go2 2.50 -> 2.92 (``log₂ depth`` rounds over most bodies
+    carry more tangent work than one pass per level; its ``jacrev`` is the faster mode).
+    """
+    depth = np.zeros(len(parent), np.int64)
+    for b in range(1, len(parent)):  # host side, static
+        a = b
+        while a != 0:
+            a, depth[b] = parent[a], depth[b] + 1
+    order = np.argsort(depth, kind="stable")  # the world (depth 0) stays first
+    rank = np.argsort(order)
+    up = rank[parent[order]]
+    up[0] = 0
+    # the world frame is the identity (the composition's neutral element)
+    pos = local_pos[order].at[0].set(0.0)
+    quat = local_quat[order].at[0].set(jnp.asarray([1.0, 0.0, 0.0, 0.0], local_quat.dtype))
+    while np.any(up != 0):  # static: ⌈log₂ depth⌉ rounds
+        start = int(np.argmax(up != 0))  # the bodies from here on are not done
+        frame = Transform(pos[up[start:]], quat[up[start:]]) @ Transform(pos[start:], quat[start:])
+        pos = jnp.concatenate([pos[:start], frame.pos])
+        quat = jnp.concatenate([quat[:start], frame.quat])
+        up = np.concatenate([up[:start], up[up[start:]]])
+    return pos[rank], quat[rank]
 
 
 def forward_kinematics(model: Model, q: jax.Array) -> Kinematics:
     """Body poses, inertias and joint anchors/axes in the world frame at configuration ``q`` (nq,).
 
     Matches MuJoCo's ``mj_kinematics`` (``xpos``, ``xquat``, ``xipos``, ``xanchor``, ``xaxis``).
-    World poses are composed level by level down the tree in a ``lax.scan`` over depth (each level
-    vectorised over its bodies; the compiled program does not grow with the depth).
+    World poses are composed along the tree by pointer jumping (:func:`_compose_along_paths`).
     """
     tree = model.tree
     dtype = q.dtype
     nbody = tree.nbody
     local, before_joint = _local_frames(model, q)
 
-    table = _level_table(model)
-    parent = np.append(np.asarray(tree.body_parent, dtype=np.int64), 0)  # scratch row's parent
-    # one extra scratch row (index nbody) absorbs the padding of narrow levels
-    local_pos = jnp.concatenate([local.pos, jnp.zeros((1, 3), dtype)])
-    local_quat = jnp.concatenate([local.quat, jnp.zeros((1, 4), dtype).at[:, 0].set(1.0)])
-
-    def compose_level(world, bodies):
-        pos, quat = world
-        parents = jnp.asarray(parent)[bodies]
-        composed = Transform(pos[parents], quat[parents]) @ Transform(local_pos[bodies], local_quat[bodies])
-        return (pos.at[bodies].set(composed.pos), quat.at[bodies].set(composed.quat)), None
-
-    world0 = (jnp.zeros((nbody + 1, 3), dtype), jnp.zeros((nbody + 1, 4), dtype).at[:, 0].set(1.0))
-    (world_pos, world_quat), _ = jax.lax.scan(compose_level, world0, jnp.asarray(table))
-    world_pos, world_quat = world_pos[:nbody], world_quat[:nbody]
+    world_pos, world_quat = _compose_along_paths(np.asarray(tree.body_parent, dtype=np.int64),
+                                                 local.pos, local.quat)
 
     # joint anchors and axes: the parent's world frame ∘ the frame just before the joint
     joint_body = np.asarray(tree.joint_body, dtype=np.int64)
