@@ -46,8 +46,7 @@ class KinematicTree:
       joint_qpos_adr, joint_dof_adr: start of each joint in ``q`` and in ``v``.
       dof_body, dof_joint: ``(nv,)`` body and joint of each degree of freedom.
       levels: bodies grouped by depth in the tree: ``levels[k]`` holds the bodies at depth
-        ``k + 1`` (children of the world are depth 1). Kinematics runs one vectorised pass per
-        level, so the Python loop is over levels, never over bodies.
+        ``k + 1`` (children of the world are depth 1).
     """
 
     body_parent: tuple[int, ...]
