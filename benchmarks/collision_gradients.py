@@ -226,7 +226,7 @@ def quantiles(values):
     return {k: float(np.quantile(v, q)) for k, q in (("D1", 0.1), ("Q1", 0.25), ("median", 0.5), ("Q3", 0.75), ("D9", 0.9))}
 
 
-def run_table1(problems, seed, chunk, store=None, shard=(0, 1)):
+def run_table1(problems, seed, chunk, store=None, shard=(0, 1), descending=False):
     """Terminal costs and cost histories of every estimator on every problem.
 
     Chunks of ``chunk`` problems run one after the other, every estimator on the same chunk. With
@@ -238,7 +238,9 @@ def run_table1(problems, seed, chunk, store=None, shard=(0, 1)):
 
     ``shard = (k, m)`` computes only the missing chunks whose index is ``k`` modulo ``m`` (so ``m``
     processes, e.g. one per core, share a ``store``); returns ``None`` while chunks of other
-    shards are missing, the results once every chunk is in the store.
+    shards are missing, the results once every chunk is in the store. ``descending`` walks the
+    chunks from the last one: a helper started late on the same shard meets the first process
+    in the middle instead of repeating its next chunk (a chunk found in the store is loaded).
     """
     n = problems["t1"].shape[0]
     keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.PRNGKey(seed), i))(jnp.arange(n))
@@ -252,7 +254,8 @@ def run_table1(problems, seed, chunk, store=None, shard=(0, 1)):
         store = Path(store)
         store.mkdir(parents=True, exist_ok=True)
     missing = 0
-    for start in range(0, n, chunk):
+    starts = list(range(0, n, chunk))
+    for start in (starts[::-1] if descending else starts):
         path = None if store is None else store / f"chunk_{start:06d}.npz"
         if (start // chunk) % shard[1] != shard[0] and (path is None or not path.exists()):
             missing += 1  # another shard's chunk, not computed yet
@@ -263,8 +266,8 @@ def run_table1(problems, seed, chunk, store=None, shard=(0, 1)):
                 raise ValueError(f"{path} was written with another --chunk or estimator list; "
                                  "use another --store directory")
             for i, name in enumerate(names):
-                finals[name].append(saved["final"][i])
-                histories[name].append(saved["history"][i])
+                finals[name].append((start, saved["final"][i]))
+                histories[name].append((start, saved["history"][i]))
                 seconds[name] += float(saved["seconds"][i])
             continue
         sl = slice(start, start + chunk)
@@ -288,8 +291,8 @@ def run_table1(problems, seed, chunk, store=None, shard=(0, 1)):
                      size=np.asarray(chunk_final[0].shape[0]))
             tmp.replace(path)  # a run killed mid-write leaves no half chunk behind
         for i, name in enumerate(names):
-            finals[name].append(chunk_final[i])
-            histories[name].append(chunk_history[i])
+            finals[name].append((start, chunk_final[i]))
+            histories[name].append((start, chunk_history[i]))
             seconds[name] += chunk_seconds[i]
         print(f"  chunk {start}-{start + chunk_final[0].shape[0]} of {n} done "
               f"({sum(chunk_seconds):.0f} s)", flush=True)
@@ -299,8 +302,8 @@ def run_table1(problems, seed, chunk, store=None, shard=(0, 1)):
         return None
     results = {}
     for name in names:
-        final = np.concatenate(finals[name])
-        history = np.concatenate(histories[name])
+        final = np.concatenate([x for _, x in sorted(finals[name], key=lambda e: e[0])])
+        history = np.concatenate([x for _, x in sorted(histories[name], key=lambda e: e[0])])
         print("  median cost at iterations 0,1,2,5,10,20,50:", " ".join(f"{np.median(history[:, i]):.1e}" for i in (0, 1, 2, 5, 10, 20, ITERATIONS)), flush=True)
         results[name] = dict(
             quantiles=quantiles(final), seconds=seconds[name],
@@ -500,6 +503,8 @@ def main():
     parser.add_argument("--no-adaptive", action="store_true", help="keep ν fixed (with --lm-damping 0: plain Gauss–Newton)")
     parser.add_argument("--shard", default="0/1", help="K/M: compute only chunks K mod M (M processes "
                         "sharing --store); Table I is reported once every chunk is stored")
+    parser.add_argument("--descending", action="store_true", help="walk Table I's chunks from the "
+                        "last one (a second process on a shard meets the first in the middle)")
     parser.add_argument("--resume", help="take Table I from this JSON (written by an earlier run) and run Table II only")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "collision_gradients.md"))
     parser.add_argument("--store", help="directory of finished Table I chunks: saved as they finish, "
@@ -524,7 +529,8 @@ def main():
         if len(shard) != 2 or not 0 <= shard[0] < shard[1]:
             raise SystemExit(f"--shard must be K/M with 0 <= K < M, got {args.shard!r}")
         table1 = {} if args.skip_table1 else run_table1(problems, args.seed, min(args.chunk, args.pairs * args.targets),
-                                                        store=args.store, shard=shard)
+                                                        store=args.store, shard=shard,
+                                                        descending=args.descending)
         if table1 is None:
             return
         # saved before Table II so that a long Table II can be rerun alone (--resume)
