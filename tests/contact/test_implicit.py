@@ -325,13 +325,13 @@ def test_rank_deficient_delassus_velocity_derivatives():
 
 def test_pseudo_inverse_of_the_free_block_in_every_tier():
     """``M⁺`` restricted to the free (sticking/sliding) contacts is the same whichever block size
-    computes it: no free contact, the 4- and 16-contact blocks and the full SVD, single and under
+    computes it: no free contact, the 8- and 16-contact blocks and the full SVD, single and under
     ``vmap`` (where the batch takes the tier of its largest count), against ``numpy.linalg.pinv``
     of the free block with the same relative cutoff — also with a rank-deficient free block."""
     n = 24  # large enough for every tier of PSEUDO_INVERSE_TIERS
-    assert C.implicit.PSEUDO_INVERSE_TIERS == (0, 4, 16)
+    assert C.implicit.PSEUDO_INVERSE_TIERS == (0, 8, 16)
     rng = np.random.default_rng(5)
-    free_counts = (0, 3, 10, 20)  # one per tier: none, ≤ 4, ≤ 16, full
+    free_counts = (0, 6, 10, 20)  # one per tier: none, ≤ 8, ≤ 16, full
     Ms, frees, refs = [], [], []
     for count in free_counts:
         M = rng.normal(size=(3 * n, 3 * n))
