@@ -103,8 +103,7 @@ def balance_rho(rho, primal_res, dual_res, ratio):
 
 class ADMMState(eqx.Module):
     """ADMM iterate. ``force`` = ``z`` ``(n, 3)`` (always in ``K_μ``); ``lam``, ``gamma`` ``(3n,)``;
-    ``rho`` scalar; ``factor`` Cholesky factor of ``G + R + ρ_f I`` (``(3n, 3n)``), or with a
-    low-rank ``G = B Bᵀ`` the inverse of ``I + Bᵀ (R + ρ_f I)⁻¹ B`` (``(k, k)``), or eigenvectors;
+    ``rho`` scalar; ``factor`` Cholesky factor of ``G + R + ρ_f I`` (``(3n, 3n)``) or eigenvectors;
     ``eigenvalues`` ``(3n,)`` (eigh mode only, else zeros); ``factor_rho`` = ``ρ_f``; ``kappa``; ``rho_bounds`` ``(2,)`` = ``λ_max (ε^{2/3}, 10⁶)`` keeps
     ``G + R + ρI`` numerically positive definite. With Anderson acceleration (``anderson_memory
     > 0``): ``anderson`` its history over ``x = (z, γ/ρ)`` and ``next_force``, ``next_gamma`` the
@@ -148,9 +147,9 @@ class ADMM(ContactSolver):
         ``"cholesky"`` (seed 001: Cholesky of ``G + R + ρI``; κ from power iteration). When the
         problem carries a factor ``G = B Bᵀ`` of rank ``k < 3n`` (``delassus_factor``; the step
         passes ``B = J L⁻ᵀ``, ``k = nv``), the Cholesky variant factorises ``I + Bᵀ D⁻¹ B``
-        (``k × k``, ``D = diag(R) + ρI``, inverted once per epoch) and solves through the
-        Woodbury identity, and its mat-vecs cost ``O(3n k)``: for a quadruped (``nv = 18``, 68
-        slots) that is an 18 × 18 factorisation instead of 204 × 204.
+        (``k × k``, ``D = diag(R) + ρI``) and solves through the Woodbury identity, and its
+        mat-vecs cost ``O(3n k)``: for a quadruped (``nv = 18``, 68 slots) that is an 18 × 18
+        factorisation instead of 204 × 204.
       refactor_every: static, Cholesky only (default 1). ρ adapts at most every ``refactor_every``
         iterations: the driver runs epochs of that many iterations and refactors once at the
         start of each (:meth:`refresh`), with the ρ proposed by the last iteration of the previous
@@ -248,17 +247,10 @@ class ADMM(ContactSolver):
     def _factor(self, problem: ContactProblem, rho):
         if self._low_rank(problem):
             # Woodbury: (B Bᵀ + D)⁻¹ = D⁻¹ − D⁻¹ B (I + Bᵀ D⁻¹ B)⁻¹ Bᵀ D⁻¹, D = diag(d) + ρI.
-            # Stored as the inverse of the capacitance matrix C = I + Bᵀ D⁻¹ B, formed once per
-            # epoch from its Cholesky factor: each iteration's two Woodbury solves are then
-            # mat-vecs instead of four triangular solves (small LAPACK calls that dominate at
-            # k ≤ 30: step humanoid -10 %, Go2 -8 %, Go2 batch 64 -12 %, same iterates to 1e-14;
-            # the refinement step below keeps the accuracy of the triangular solves).
             B = problem.delassus_factor
             k = B.shape[1]
             D = self._low_rank_diagonal(problem) + rho
-            identity = jnp.eye(k, dtype=B.dtype)
-            capacitance = jnp.linalg.cholesky(identity + B.T @ (B / D[:, None]))
-            return jsl.cho_solve((capacitance, True), identity)
+            return jnp.linalg.cholesky(jnp.eye(k, dtype=B.dtype) + B.T @ (B / D[:, None]))
         A = problem.compliant_delassus
         m = A.shape[0]
         return jnp.linalg.cholesky(A + rho * jnp.eye(m, dtype=A.dtype))
@@ -273,7 +265,7 @@ class ADMM(ContactSolver):
 
             def woodbury(r):
                 x = r / D
-                return x - (B @ (state.factor @ (B.T @ x))) / D  # factor = C⁻¹ (see _factor)
+                return x - (B @ jsl.cho_solve((state.factor, True), B.T @ x)) / D
 
             # I + Bᵀ D⁻¹ B has condition ~ ‖G‖ / ρ (up to 1e4-1e6 with the spectral ρ₀ of a
             # rank-deficient G), so one Woodbury solve loses that factor of accuracy; one step
