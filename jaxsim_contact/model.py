@@ -46,7 +46,8 @@ class KinematicTree:
       joint_qpos_adr, joint_dof_adr: start of each joint in ``q`` and in ``v``.
       dof_body, dof_joint: ``(nv,)`` body and joint of each degree of freedom.
       levels: bodies grouped by depth in the tree: ``levels[k]`` holds the bodies at depth
-        ``k + 1`` (children of the world are depth 1).
+        ``k + 1`` (children of the world are depth 1); forward kinematics composes poses in
+        this order.
     """
 
     body_parent: tuple[int, ...]

@@ -134,8 +134,9 @@ def _local_frames(model: Model, q: jax.Array):
     return frame, before_joint
 
 
-def _compose_along_paths(parent: np.ndarray, local_pos: jax.Array, local_quat: jax.Array):
-    """World poses ``(pos (nbody, 3), quat (nbody, 4))`` from poses in the parent frame.
+def _compose_along_paths(parent: np.ndarray, levels, local_pos: jax.Array, local_quat: jax.Array):
+    """World poses ``(pos (nbody, 3), quat (nbody, 4))`` from poses in the parent frame
+    (``parent`` and ``levels`` as in :class:`~jaxsim_contact.model.KinematicTree`).
 
     Pointer jumping: every body holds the composition of the frames between it and its current
     ancestor ``up[b]`` (initially its parent); each round composes it with the ancestor's own and
@@ -152,12 +153,7 @@ def _compose_along_paths(parent: np.ndarray, local_pos: jax.Array, local_quat: j
     0.59, humanoid 2.73 -> 2.70, but Go2 2.50 -> 2.92 (``log₂ depth`` rounds over most bodies
     carry more tangent work than one pass per level; its ``jacrev`` is the faster mode).
     """
-    depth = np.zeros(len(parent), np.int64)
-    for b in range(1, len(parent)):  # host side, static
-        a = b
-        while a != 0:
-            a, depth[b] = parent[a], depth[b] + 1
-    order = np.argsort(depth, kind="stable")  # the world (depth 0) stays first
+    order = np.concatenate([[0], *levels]).astype(np.int64)  # by depth, the world first
     rank = np.argsort(order)
     up = rank[parent[order]]
     up[0] = 0
@@ -185,7 +181,7 @@ def forward_kinematics(model: Model, q: jax.Array) -> Kinematics:
     local, before_joint = _local_frames(model, q)
 
     world_pos, world_quat = _compose_along_paths(np.asarray(tree.body_parent, dtype=np.int64),
-                                                 local.pos, local.quat)
+                                                 tree.levels, local.pos, local.quat)
 
     # joint anchors and axes: the parent's world frame ∘ the frame just before the joint
     joint_body = np.asarray(tree.joint_body, dtype=np.int64)
