@@ -335,17 +335,17 @@ def main(argv=None):
                         help="pairs not to run, reported as skipped (e.g. panda:mjx: XLA's compile "
                              "of MJX's Panda step outgrows 24 GiB and is killed)")
     args = parser.parse_args(argv)
+    engines = {"ours": bench_ours, "mjx": bench_mjx}
     skip = set()
     for item in args.skip:
         scene, _, engine = item.partition(":")
-        if not scene or engine not in ("ours", "mjx"):
-            parser.error(f"--skip takes SCENE:ENGINE with ENGINE 'ours' or 'mjx', got {item!r}")
+        if not scene or engine not in engines:
+            parser.error(f"--skip takes SCENE:ENGINE with ENGINE one of {sorted(engines)}, got {item!r}")
         skip.add((scene, engine))
     meta = dict(date=time.strftime("%Y-%m-%d %H:%M"), machine=platform.machine(), cpus=os.cpu_count(),
                 cores_used=len(os.sched_getaffinity(0)), jax=jax.__version__, mujoco=mujoco.__version__,
                 horizon=HORIZON, repeats=args.repeats, fd_step=args.fd_step,
                 loadavg_start=[round(x, 2) for x in os.getloadavg()])
-    engines = {"ours": bench_ours, "mjx": bench_mjx}
     rows = []
     out_dir = HERE / "results"
     out_dir.mkdir(exist_ok=True)
