@@ -21,10 +21,15 @@ contact-free step (seed 001 eq. 2, with MuJoCo's implicit joint damping):
    options, warm-started from the previous step's forces matched by candidate key and rotated into
    the new frames (seed 001 §III-E);
 5. ``v⁺ = v_f + Δt M̃⁻¹ Jᵀ f`` (seed 001 eq. 5).
+
+Steps 2–5 sit in a ``lax.cond`` on "some slot is active": with none, ``f = 0`` and ``v⁺ = v_f``
+(and the implicit derivative of an all-inactive problem is ``dλ = 0``), so an unbatched step skips
+them and their derivatives; under ``vmap`` both branches run.
 """
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -93,6 +98,20 @@ def _warm_start(previous: ContactData | None, key, active, frame):
     return jnp.einsum("nij,nj->ni", frame, warm_world)
 
 
+class _Slots(eqx.Module):
+    """Geometry of the constraint slots of one step (``nc`` slots, contacts first)."""
+
+    distance: jax.Array  # (nc,)
+    frame: jax.Array  # (nc, 3, 3)
+    friction: jax.Array  # (nc,)
+    key: jax.Array  # (nc,) int32
+    active: jax.Array  # (nc,) bool, before masking degenerate rows
+    point: jax.Array  # (nc, 3)
+    body_a: jax.Array  # (budget,) int32
+    body_b: jax.Array  # (budget,) int32
+    overflow: jax.Array  # () bool
+
+
 def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     """Constraint forces of one step and the constrained velocity.
 
@@ -114,138 +133,169 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     kin, axes = smooth.kinematics, smooth.motion_axes
     margin = opts.contact_margin.astype(dtype)
 
-    distance, frames, friction, keys, active = [], [], [], [], []
-    point = []
-    # per group of slots: its rows of B = J L⁻ᵀ (3m, nv) and of J [v_f, v] (3m, 2)
-    factor_rows, velocity_rows = [], []
-    inverse = smooth.cholesky_inverse
-    both_velocities = jnp.stack([smooth.free_velocity, v], axis=1)
-    overflow = jnp.zeros((), bool)
-    if budget:
-        structure = collision_structure(model)
-        with jax.named_scope("narrow_phase"):
-            cands = narrow_phase(model, structure, kin, margin)
-        index, over = _select_contacts(cands, budget)
-        overflow = over | cands.overflow
-        take = lambda x: x[index]  # noqa: E731
-        frame = tangent_frame(take(cands.normal))
-        contact_active = take(cands.active)
-        # inactive slots may hold geometry of far-away or degenerate pairs: they must not reach
-        # M̃⁻¹Jᵀ. A zero frame at a finite point gives zero Jacobian rows; masking the (n, 3, 3)
-        # inputs is cheaper than the (3n, nv) output.
-        with jax.named_scope("contact_jacobian"):
-            J = contact_jacobians(model, axes, take(cands.body_a), take(cands.body_b),
-                                  jnp.where(contact_active[:, None], take(cands.point), 0.0),
-                                  jnp.where(contact_active[:, None, None], frame, 0.0))
-        J = J.reshape(3 * budget, model.nv)
-        with jax.named_scope("delassus"):
-            # with B = J L⁻ᵀ (3n, nv): G = B Bᵀ, and M̃⁻¹ Jᵀ λ = L⁻ᵀ (Bᵀ λ) after the solve — one
-            # matrix-vector product instead of the (nv, 3n) matrix M̃⁻¹ Jᵀ; L⁻¹ comes with the
-            # smooth dynamics (products, not XLA:CPU's slow batched triangular solves with 3n
-            # right-hand sides). B is formed in its row layout: as the transpose of L⁻¹ Jᵀ,
-            # XLA:CPU copied the (3n, nv) array in transposed order wherever the solver read it.
-            factor_rows.append(J @ inverse.T)
-        velocity_rows.append(J @ both_velocities)
-        distance.append(take(cands.distance))
-        frames.append(frame)
-        friction.append(take(cands.friction))
-        keys.append(take(cands.key))
-        active.append(contact_active)
-        point.append(take(cands.point))
+    # ---- the slots' geometry: contact candidates, then joint limits ------------------------------
     if joints:
         limit_distance, sign, dof = limit_rows(model, q, joints)
-        approach = jnp.maximum(-sign * v[dof], 0.0)
-        # speculative window: the limit can be reached within the step at the current speed
-        limit_active = limit_distance <= margin + dt * approach
+        limit_approach = jnp.maximum(-sign * v[dof], 0.0)
         nlim = len(joints)
-        # the Jacobian row of a limit is sign·e_dofᵀ (zero tangent rows): its row of B is
-        # sign·(column dof of L⁻¹)ᵀ and its velocities sign·v[dof], gathers instead of products
-        row_sign = jnp.where(limit_active, sign, 0.0)
-        normal_rows = row_sign[:, None] * inverse.T[dof]
-        normal_velocity = row_sign[:, None] * both_velocities[dof]
-        tangent_rows, tangent_velocity = jnp.zeros_like(normal_rows), jnp.zeros_like(normal_velocity)
-        factor_rows.append(jnp.stack([tangent_rows, tangent_rows, normal_rows], 1).reshape(3 * nlim, -1))
-        velocity_rows.append(jnp.stack([tangent_velocity, tangent_velocity, normal_velocity], 1)
-                             .reshape(3 * nlim, 2))
-        distance.append(limit_distance)
-        frames.append(jnp.broadcast_to(jnp.eye(3, dtype=dtype), (nlim, 3, 3)))
-        friction.append(jnp.zeros((nlim,), dtype))
-        base = KEY_STRIDE * collision_structure(model).num_pairs
-        keys.append(jnp.asarray(base + np.arange(nlim), jnp.int32))
-        active.append(limit_active)
-        point.append(jnp.zeros((nlim, 3), dtype))
-    distance, frame = jnp.concatenate(distance), jnp.concatenate(frames)
-    friction = jnp.concatenate(friction)
-    key, active, point = jnp.concatenate(keys), jnp.concatenate(active), jnp.concatenate(point)
+        # speculative window: the limit can be reached within the step at the current speed
+        limit_active = limit_distance <= margin + dt * limit_approach
+        limit_key = jnp.asarray(KEY_STRIDE * collision_structure(model).num_pairs + np.arange(nlim), jnp.int32)
     is_contact = jnp.arange(nslots) < budget
 
-    # ---- contact problem (force units) ----------------------------------------------------------
-    B = jnp.concatenate(factor_rows)
-    with jax.named_scope("delassus"):
-        G = B @ B.T
-        G = 0.5 * (G + G.T)
-    # G has rank ≤ nv: when nv < 3n the ADMM (Cholesky) solver factorises an nv × nv matrix
-    # instead of 3n × 3n (Woodbury identity, see jc.contact.ADMM)
-    factor = B if model.nv < 3 * nslots else None
-    velocities = jnp.concatenate(velocity_rows)
-    c_free, c_now = velocities[:, 0].reshape(nslots, 3), velocities[:, 1].reshape(nslots, 3)
-    beta = opts.baumgarte.astype(dtype)
-    gap = jnp.maximum(distance, 0.0)
-    # Baumgarte push-out, capped so that a deep overlap separates at a bounded speed
-    push_out = jnp.minimum(beta * jnp.maximum(-distance, 0.0) / dt,
-                           opts.max_correction_speed.astype(dtype))
-    reference = -gap / dt + push_out
-    approach = -c_now[:, 2]
-    closes = approach * dt > gap
-    bounce = (approach > opts.restitution_threshold.astype(dtype)) & closes & is_contact
-    reference = jnp.where(bounce, jnp.maximum(reference, opts.restitution.astype(dtype) * approach),
-                          reference)
-    g = (c_free.at[:, 2].add(-reference) / dt).reshape(3 * nslots)
-    compliance = jnp.where(is_contact, opts.compliance.astype(dtype),
-                           opts.limit_compliance.astype(dtype))
-    # Joint-limit slots have zero tangent rows; μ = 0 pins their tangent force to 0 anyway, and a
-    # unit-scale diagonal there keeps G + R non-singular (ADMM's (G + R + ρI)⁻¹ stays bounded).
-    # diag(B Bᵀ) from B itself: a solver that never reads G (PrimalNewton) then never forms it
-    block_diag = jnp.sum(B * B, axis=1).reshape(nslots, 3)
-    normal_diag = block_diag[:, 2]
-    # A contact whose normal Delassus entry vanishes next to its own block (the bodies cannot move
-    # relative to each other along the normal: a hinge axis along the normal, two geoms of one
-    # rigid assembly) cannot be resolved by any normal force: a penetrating one makes the NCP
-    # infeasible and the solver's residual grows without bound. Such rows are masked (λ = 0);
-    # their penetration is still reported. The threshold is relative to the slot's own block, so
-    # mass ratios between bodies never mask a real contact.
-    degenerate = normal_diag <= 100.0 * jnp.finfo(dtype).eps * jnp.sum(block_diag, -1)
-    geometric_active = active
-    active = active & ~degenerate
-    tangent = jnp.where(is_contact, opts.tangential_compliance.astype(dtype),
-                        jnp.maximum(normal_diag, jnp.finfo(dtype).tiny))
-    compliance_rows = jnp.stack([tangent, tangent, compliance], -1)
-    problem = ContactProblem(G, g, friction, compliance=compliance_rows.reshape(-1), active=active,
-                             delassus_factor=factor, num_frictionless=len(joints))
-    warm = _warm_start(state.contact, key, active, frame)
-    # the primal warm start Bᵀλ = L⁻¹ Jᵀλ from last step's generalized constraint force (MuJoCo
-    # warm-starts its acceleration the same way); PrimalNewton starts there instead of Bᵀ warm,
-    # or at 0 when that has the lower objective
-    warm_primal = None
-    if (factor is not None and state.contact is not None
-            and state.contact.generalized_force.shape == (model.nv,)):
-        warm_primal = inverse @ state.contact.generalized_force
-    with jax.named_scope("contact_solve"):
-        solution = solve(problem, opts.solver, warm_start=warm, gradient=opts.contact_gradient,
-                         warm_primal=warm_primal)
-    force = solution.force
-    # Bᵀ f = L⁻¹ Jᵀ f: the step's velocity change is L⁻ᵀ (Bᵀ f) dt, its generalized force L (Bᵀ f)
-    factor_force = force.reshape(3 * nslots) @ B
-    v_next = smooth.free_velocity + dt * (inverse.T @ factor_force)
+    def slots_of(cands) -> _Slots:
+        """The slots' geometry: the ``budget`` deepest active candidates, then the limits."""
+        distance, frames, friction, keys, active, point = [], [], [], [], [], []
+        body_a = body_b = jnp.zeros((0,), jnp.int32)
+        overflow = jnp.zeros((), bool)
+        if budget:
+            index, over = _select_contacts(cands, budget)
+            overflow = over | cands.overflow
+            take = lambda x: x[index]  # noqa: E731
+            distance.append(take(cands.distance))
+            frames.append(tangent_frame(take(cands.normal)))
+            friction.append(take(cands.friction))
+            keys.append(take(cands.key))
+            active.append(take(cands.active))
+            point.append(take(cands.point))
+            body_a, body_b = take(cands.body_a), take(cands.body_b)
+        if joints:
+            distance.append(limit_distance)
+            frames.append(jnp.broadcast_to(jnp.eye(3, dtype=dtype), (nlim, 3, 3)))
+            friction.append(jnp.zeros((nlim,), dtype))
+            keys.append(limit_key)
+            active.append(limit_active)
+            point.append(jnp.zeros((nlim, 3), dtype))
+        return _Slots(jnp.concatenate(distance), jnp.concatenate(frames), jnp.concatenate(friction),
+                      jnp.concatenate(keys), jnp.concatenate(active), jnp.concatenate(point),
+                      body_a, body_b, overflow)
 
+    def solve_slots(slots: _Slots):
+        """``(v_next, active, force, generalized_force, iterations, criterion, converged)``."""
+        distance, frame, friction, key = slots.distance, slots.frame, slots.friction, slots.key
+        geometric_active, point = slots.active, slots.point
+        # per group of slots: its rows of B = J L⁻ᵀ (3m, nv) and of J [v_f, v] (3m, 2)
+        factor_rows, velocity_rows = [], []
+        inverse = smooth.cholesky_inverse
+        both_velocities = jnp.stack([smooth.free_velocity, v], axis=1)
+        if budget:
+            contact_active = geometric_active[:budget]
+            # inactive slots may hold geometry of far-away or degenerate pairs: they must not
+            # reach M̃⁻¹Jᵀ. A zero frame at a finite point gives zero Jacobian rows; masking the
+            # (n, 3, 3) inputs is cheaper than the (3n, nv) output.
+            with jax.named_scope("contact_jacobian"):
+                J = contact_jacobians(model, axes, slots.body_a, slots.body_b,
+                                      jnp.where(contact_active[:, None], point[:budget], 0.0),
+                                      jnp.where(contact_active[:, None, None], frame[:budget], 0.0))
+            J = J.reshape(3 * budget, model.nv)
+            with jax.named_scope("delassus"):
+                # with B = J L⁻ᵀ (3n, nv): G = B Bᵀ, and M̃⁻¹ Jᵀ λ = L⁻ᵀ (Bᵀ λ) after the solve —
+                # one matrix-vector product instead of the (nv, 3n) matrix M̃⁻¹ Jᵀ; L⁻¹ comes with
+                # the smooth dynamics (products, not XLA:CPU's slow batched triangular solves with
+                # 3n right-hand sides). B is formed in its row layout: as the transpose of L⁻¹ Jᵀ,
+                # XLA:CPU copied the (3n, nv) array in transposed order wherever the solver read it.
+                factor_rows.append(J @ inverse.T)
+            velocity_rows.append(J @ both_velocities)
+        if joints:
+            # the Jacobian row of a limit is sign·e_dofᵀ (zero tangent rows): its row of B is
+            # sign·(column dof of L⁻¹)ᵀ and its velocities sign·v[dof], gathers, not products
+            row_sign = jnp.where(geometric_active[budget:], sign, 0.0)
+            normal_rows = row_sign[:, None] * inverse.T[dof]
+            normal_velocity = row_sign[:, None] * both_velocities[dof]
+            tangent_rows = jnp.zeros_like(normal_rows)
+            tangent_velocity = jnp.zeros_like(normal_velocity)
+            factor_rows.append(jnp.stack([tangent_rows, tangent_rows, normal_rows], 1)
+                               .reshape(3 * nlim, -1))
+            velocity_rows.append(jnp.stack([tangent_velocity, tangent_velocity, normal_velocity], 1)
+                                 .reshape(3 * nlim, 2))
+
+        # ---- contact problem (force units) ------------------------------------------------------
+        B = jnp.concatenate(factor_rows)
+        with jax.named_scope("delassus"):
+            G = B @ B.T
+            G = 0.5 * (G + G.T)
+        # G has rank ≤ nv: when nv < 3n the ADMM (Cholesky) solver factorises an nv × nv matrix
+        # instead of 3n × 3n (Woodbury identity, see jc.contact.ADMM)
+        factor = B if model.nv < 3 * nslots else None
+        velocities = jnp.concatenate(velocity_rows)
+        c_free, c_now = velocities[:, 0].reshape(nslots, 3), velocities[:, 1].reshape(nslots, 3)
+        beta = opts.baumgarte.astype(dtype)
+        gap = jnp.maximum(distance, 0.0)
+        # Baumgarte push-out, capped so that a deep overlap separates at a bounded speed
+        push_out = jnp.minimum(beta * jnp.maximum(-distance, 0.0) / dt,
+                               opts.max_correction_speed.astype(dtype))
+        reference = -gap / dt + push_out
+        approach = -c_now[:, 2]
+        closes = approach * dt > gap
+        bounce = (approach > opts.restitution_threshold.astype(dtype)) & closes & is_contact
+        reference = jnp.where(bounce, jnp.maximum(reference, opts.restitution.astype(dtype) * approach),
+                              reference)
+        g = (c_free.at[:, 2].add(-reference) / dt).reshape(3 * nslots)
+        compliance = jnp.where(is_contact, opts.compliance.astype(dtype),
+                               opts.limit_compliance.astype(dtype))
+        # Joint-limit slots have zero tangent rows; μ = 0 pins their tangent force to 0 anyway, and
+        # a unit-scale diagonal there keeps G + R non-singular (ADMM's (G + R + ρI)⁻¹ bounded).
+        # diag(B Bᵀ) from B itself: a solver that never reads G (PrimalNewton) never forms it
+        block_diag = jnp.sum(B * B, axis=1).reshape(nslots, 3)
+        normal_diag = block_diag[:, 2]
+        # A contact whose normal Delassus entry vanishes next to its own block (the bodies cannot
+        # move relative to each other along the normal: a hinge axis along the normal, two geoms of
+        # one rigid assembly) cannot be resolved by any normal force: a penetrating one makes the
+        # NCP infeasible and the solver's residual grows without bound. Such rows are masked
+        # (λ = 0); their penetration is still reported. The threshold is relative to the slot's
+        # own block, so mass ratios between bodies never mask a real contact.
+        degenerate = normal_diag <= 100.0 * jnp.finfo(dtype).eps * jnp.sum(block_diag, -1)
+        active = geometric_active & ~degenerate
+        tangent = jnp.where(is_contact, opts.tangential_compliance.astype(dtype),
+                            jnp.maximum(normal_diag, jnp.finfo(dtype).tiny))
+        compliance_rows = jnp.stack([tangent, tangent, compliance], -1)
+        problem = ContactProblem(G, g, friction, compliance=compliance_rows.reshape(-1), active=active,
+                                 delassus_factor=factor, num_frictionless=len(joints))
+        warm = _warm_start(state.contact, key, active, frame)
+        # the primal warm start Bᵀλ = L⁻¹ Jᵀλ from last step's generalized constraint force
+        # (MuJoCo warm-starts its acceleration the same way); PrimalNewton starts there instead of
+        # Bᵀ warm, or at 0 when that has the lower objective
+        warm_primal = None
+        if (factor is not None and state.contact is not None
+                and state.contact.generalized_force.shape == (model.nv,)):
+            warm_primal = inverse @ state.contact.generalized_force
+        with jax.named_scope("contact_solve"):
+            solution = solve(problem, opts.solver, warm_start=warm, gradient=opts.contact_gradient,
+                             warm_primal=warm_primal)
+        # Bᵀ f = L⁻¹ Jᵀ f: the velocity change is L⁻ᵀ (Bᵀ f) dt, the generalized force L (Bᵀ f)
+        factor_force = solution.force.reshape(3 * nslots) @ B
+        return (smooth.free_velocity + dt * (inverse.T @ factor_force), active, solution.force,
+                smooth.cholesky @ factor_force, solution.iterations,
+                solution.criterion.astype(dtype), solution.converged)
+
+    def no_active_slot(slots: _Slots):
+        # nothing to solve: λ = 0, so v⁺ = v_f — and the implicit derivative of an all-inactive
+        # problem is dλ = 0 too, so skipping the problem changes neither values nor derivatives
+        return (smooth.free_velocity, slots.active, jnp.zeros((nslots, 3), dtype),
+                jnp.zeros((model.nv,), dtype), jnp.zeros((), jnp.int32), jnp.zeros((), dtype),
+                jnp.ones((), bool))
+
+    if budget:
+        with jax.named_scope("narrow_phase"):
+            slots = slots_of(narrow_phase(model, collision_structure(model), kin, margin))
+    else:
+        slots = slots_of(None)
+    # A cond, not a select: an unbatched step (a single environment, MPC, a step Jacobian) with no
+    # slot in reach skips the Jacobians, the Delassus matrix, the solve and their (all-zero)
+    # derivatives. Under vmap the predicate is batched and JAX runs both branches (the second is
+    # trivial). (A cond around the narrow phase too, on "some pair is near", saved little more
+    # unbatched and cost the Go2 at batch 256 ~30 % under vmap.)
+    solved_slots = jax.lax.cond(jnp.any(slots.active), solve_slots, no_active_slot, slots)
+    v_next, active, force, generalized_force, iterations, criterion, solved = solved_slots
+    distance, frame, friction, key, point = slots.distance, slots.frame, slots.friction, slots.key, slots.point
+    geometric_active, overflow = slots.active, slots.overflow
     any_active = jnp.any(active)
-    converged = solution.converged | ~any_active
+    converged = solved | ~any_active
     penetration = jnp.max(jnp.where(geometric_active & is_contact, -distance, 0.0), initial=0.0)
     data = ContactData(
         key=key, active=active, distance=distance, point=point, frame=frame, friction=friction,
-        force=force, generalized_force=smooth.cholesky @ factor_force,
-        iterations=solution.iterations,
-        residual=jnp.where(any_active, solution.criterion, 0.0).astype(dtype), converged=converged,
+        force=force, generalized_force=generalized_force, iterations=iterations,
+        residual=jnp.where(any_active, criterion, 0.0), converged=converged,
         num_active=jnp.sum(active).astype(jnp.int32), overflow=overflow,
         penetration=jnp.maximum(penetration, 0.0),
     )

@@ -6,7 +6,12 @@ DESIGN §2 stages 2–3. For every static :class:`~.pairs.PairGroup`:
    of each pair's distance; pairs with ``gap ≤ margin`` are *near*. Groups whose narrow budget is
    smaller than their pair count run the exact test on the ``budget`` pairs of smallest gap
    (``lax.top_k``) and flag an overflow when more pairs are near (static budget + mask, no
-   sentinel);
+   sentinel). A pair that is not near cannot touch within the margin: its candidates are
+   inactive and report the *bound* — ``distance = gap`` (≤ the true distance), the normal along
+   which it was measured and the midpoint of the bounding spheres' closest points — so every
+   vmapped pair-function call sits in a ``lax.cond`` on "some pair of this call is near": an
+   unbatched step (MPC, a single-environment Jacobian) skips the exact test of far groups as
+   MuJoCo's broad phase does, while under ``vmap`` the cond becomes a select and both run;
 2. **pair function** — the registered closed form for the group's types (:mod:`.primitives`,
    :mod:`.box_box`) or the GJK/EPA fallback (:mod:`.generic`), vmapped over the group's pairs,
    each returning a manifold of ``K ≤ 4`` points. Mesh hulls are padded to a common vertex count
@@ -33,13 +38,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..dynamics.kinematics import Kinematics
-from ..math import Transform
+from ..math import Transform, safe_norm, safe_normalize
 from ..model import Model
 from ..types import GeomType
 from . import primitives as prim
 from .box_box import box_box
 from .generic import generic_query, make_generic_pair, manifold_from_queries, query_poses
 from .geoms import GeomData, bounding_sphere, gather_geoms, geom_world_frames
+from .manifold import Manifold
 from .mixed import mergeable, mixed_shapes
 from .pairs import CollisionStructure, PairGroup
 
@@ -122,27 +128,41 @@ def width_buckets(model: Model, structure: CollisionStructure, group: PairGroup)
     return [np.flatnonzero([k == key for k in keys]) for key in sorted(set(keys))]
 
 
+def _when_near(near: jax.Array, exact, bound: Manifold) -> Manifold:
+    """``exact()`` (a :class:`Manifold` batch) if any of ``near`` ``(P,)`` holds, else ``bound``:
+    the far pairs' manifolds are replaced by their bound in :func:`_candidates` either way."""
+    return jax.lax.cond(jnp.any(near), exact, lambda: bound)
+
+
 def _pair_manifolds(fn, model: Model, structure: CollisionStructure, frames, group: PairGroup,
-                    geoms_a, geoms_b, pair_margin):
-    """``vmap(fn)`` over the group's pairs; closed-form mesh groups without a cap in hull-size
-    sub-batches (measured on the Go2's 19 plane-mesh pairs, hulls of 111-561 vertices, batch 32:
+                    culled: "_Culled"):
+    """``vmap(fn)`` over the group's pairs, skipped (a ``lax.cond``) when none of them is near;
+    closed-form mesh groups without a cap in hull-size sub-batches, each skipped on its own
+    (measured on the Go2's 19 plane-mesh pairs, hulls of 111-561 vertices, batch 32:
     443 -> 156 µs per environment for the narrow phase, compile 2.3 -> 4.6 s)."""
     has_mesh = GeomType.MESH in (group.type_a, group.type_b)
     closed = has_closed_form(group.type_a, group.type_b)
     buckets = width_buckets(model, structure, group) if has_mesh and closed else []
+    points = pair_function(group.type_a, group.type_b)[1]
     if group.narrow_budget < group.num_pairs or len(buckets) < 2:
-        return jax.vmap(fn)(geoms_a, geoms_b, pair_margin)
+        return _when_near(culled.near, lambda: jax.vmap(fn)(culled.geoms_a, culled.geoms_b, culled.pair_margin),
+                          culled.bound(points))
     parts = []
     for positions in buckets:
         ga = gather_geoms(model, structure, frames, tuple(group.geom_a[i] for i in positions), group.type_a)
         gb = gather_geoms(model, structure, frames, tuple(group.geom_b[i] for i in positions), group.type_b)
-        parts.append(jax.vmap(fn)(ga, gb, pair_margin[positions]))
+        bound = jax.tree_util.tree_map(lambda x: x[positions], culled.bound(points))
+        parts.append(_when_near(culled.near[positions],
+                                lambda ga=ga, gb=gb: jax.vmap(fn)(ga, gb, culled.pair_margin[positions]),
+                                bound))
     order = np.argsort(np.concatenate(buckets))  # back to pair order (static permutation)
     return jax.tree_util.tree_map(lambda *leaves: jnp.concatenate(leaves)[order], *parts)
 
 
 class _Culled(eqx.Module):
-    """A group's pairs after culling: the ``budget`` (or all) pairs that reach the pair function."""
+    """A group's pairs after culling: the ``budget`` (or all) pairs that reach the pair function,
+    with the bound that stands for the manifold of a pair that is not near: ``gap`` ``(P,)`` m,
+    ``bound_normal`` ``(P, 3)`` from a to b, ``bound_point`` ``(P, 3)`` world."""
 
     geoms_a: GeomData
     geoms_b: GeomData
@@ -150,6 +170,16 @@ class _Culled(eqx.Module):
     pair_margin: jax.Array
     pair_index: jax.Array
     overflow: jax.Array
+    gap: jax.Array
+    bound_normal: jax.Array
+    bound_point: jax.Array
+
+    def bound(self, points: int) -> Manifold:
+        """The bound as a manifold of ``points`` slots per pair, all of them padding."""
+        count = self.gap.shape[0]
+        spread = lambda x: jnp.broadcast_to(x[:, None], (count, points) + x.shape[1:])  # noqa: E731
+        return Manifold(spread(self.gap), spread(self.bound_point), spread(self.bound_normal),
+                        jnp.zeros((count, points), bool))
 
 
 def _cull(model: Model, structure: CollisionStructure, frames, group: PairGroup, margin: jax.Array) -> _Culled:
@@ -162,11 +192,18 @@ def _cull(model: Model, structure: CollisionStructure, frames, group: PairGroup,
 
     center_b, radius_b = bounding_sphere(geoms_b, tb)
     if ta == GeomType.PLANE:
-        gap = jnp.sum((center_b - geoms_a.pos) * geoms_a.rot[..., 2], axis=-1) - radius_b
+        normal = geoms_a.rot[..., 2]
+        gap = jnp.sum((center_b - geoms_a.pos) * normal, axis=-1) - radius_b
     else:
         center_a, radius_a = bounding_sphere(geoms_a, ta)
-        gap = jnp.linalg.norm(center_b - center_a, axis=-1) - radius_a - radius_b
+        between = center_b - center_a
+        # coincident centres are near (gap = -r_a - r_b ≤ margin): the fallback is never reported
+        normal = safe_normalize(between, fallback=jnp.array([0.0, 0.0, 1.0], dtype))
+        gap = safe_norm(between) - radius_a - radius_b
     near = gap <= pair_margin
+    # midpoint of the bounding spheres' closest points (for a plane: the sphere's lowest point
+    # and its projection on the plane)
+    bound_point = center_b - (radius_b + 0.5 * gap)[..., None] * normal
 
     pair_index = jnp.arange(group.num_pairs)
     overflow = jnp.zeros((), bool)
@@ -177,15 +214,15 @@ def _cull(model: Model, structure: CollisionStructure, frames, group: PairGroup,
         geoms_a = jax.tree_util.tree_map(take, geoms_a)
         geoms_b = jax.tree_util.tree_map(take, geoms_b)
         near, pair_margin = near[pair_index], pair_margin[pair_index]
-    return _Culled(geoms_a, geoms_b, near, pair_margin, pair_index, overflow)
+        gap, normal, bound_point = gap[pair_index], normal[pair_index], bound_point[pair_index]
+    return _Culled(geoms_a, geoms_b, near, pair_margin, pair_index, overflow, gap, normal, bound_point)
 
 
 def _group_manifolds(model: Model, structure: CollisionStructure, frames, group: PairGroup,
                      culled: _Culled):
     """Manifolds ``(budget, K)`` of one group on its own: its registered pair function vmapped."""
     fn = pair_function(group.type_a, group.type_b)[0]
-    return _pair_manifolds(fn, model, structure, frames, group, culled.geoms_a, culled.geoms_b,
-                           culled.pair_margin)
+    return _pair_manifolds(fn, model, structure, frames, group, culled)
 
 
 def _candidates(model: Model, group: PairGroup, culled: _Culled, manifold) -> dict:
@@ -194,6 +231,10 @@ def _candidates(model: Model, group: PairGroup, culled: _Culled, manifold) -> di
     dtype = culled.geoms_a.pos.dtype
     ia, ib = np.asarray(group.geom_a), np.asarray(group.geom_b)
     pair_index = culled.pair_index
+    # a far pair reports its bound whether or not its call ran (same values batched or not)
+    manifold = jax.tree_util.tree_map(
+        lambda exact, bound: jnp.where(culled.near.reshape((-1,) + (1,) * (exact.ndim - 1)), exact, bound),
+        manifold, culled.bound(points))
     active = manifold.valid & culled.near[:, None] & (manifold.distance <= culled.pair_margin[:, None])
     friction = jnp.maximum(model.geom_friction.astype(dtype)[ia, 0], model.geom_friction.astype(dtype)[ib, 0])
     body_a = jnp.asarray(np.asarray(model.geom_body, dtype=np.int32)[ia])
@@ -262,29 +303,11 @@ def _merged_generic_manifolds(groups: list[PairGroup], culled: list[_Culled]) ->
     return manifolds
 
 
-def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
-                 margin: jax.Array) -> Candidates:
-    """All candidate contacts of the configuration whose kinematics is ``kin``.
-
-    Args:
-      model: the scene; structure: its static pair groups; kin: forward kinematics at ``q``;
-      margin: scalar contact margin (m), added to the geoms' own margins.
-    """
-    dtype = kin.body_pos.dtype
-    frames = geom_world_frames(model, kin)
-    margin = margin.astype(dtype)
-    culled = [_cull(model, structure, frames, g, margin) for g in structure.groups]
-    manifolds = {}
-    for merged in merged_general_groups(structure):
-        with jax.named_scope("narrow_general_merged"):
-            found = _merged_generic_manifolds([structure.groups[i] for i in merged], [culled[i] for i in merged])
-        manifolds.update(zip(merged, found))
+def _assemble(model: Model, structure: CollisionStructure, culled: list, manifolds: dict,
+              dtype) -> Candidates:
     parts, overflow = [], jnp.zeros((), bool)
     for i, group in enumerate(structure.groups):  # static loop over pair-type groups
-        with jax.named_scope(f"narrow_{group.type_a.name.lower()}_{group.type_b.name.lower()}"):
-            if i not in manifolds:
-                manifolds[i] = _group_manifolds(model, structure, frames, group, culled[i])
-            parts.append(_candidates(model, group, culled[i], manifolds[i]))
+        parts.append(_candidates(model, group, culled[i], manifolds[i]))
         overflow = overflow | culled[i].overflow
     if not parts:
         z = jnp.zeros((0,), dtype)
@@ -293,3 +316,34 @@ def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
                           jnp.zeros((0,), jnp.int32), overflow)
     cat = {k: jnp.concatenate([p[k] for p in parts]) for k in parts[0]}
     return Candidates(overflow=overflow, **cat)
+
+
+def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
+                 margin: jax.Array) -> Candidates:
+    """All candidate contacts of the configuration whose kinematics is ``kin``.
+
+    Args:
+      model: the scene; structure: its static pair groups; kin: forward kinematics at ``q``;
+      margin: scalar contact margin (m), added to the geoms' own margins.
+    Returns:
+      :class:`Candidates` of :func:`max_candidates` entries; pairs that are not near report their
+      bound and are inactive (module docstring).
+    """
+    dtype = kin.body_pos.dtype
+    frames = geom_world_frames(model, kin)
+    margin = margin.astype(dtype)
+    culled = [_cull(model, structure, frames, g, margin) for g in structure.groups]
+    manifolds = {}
+    for merged in merged_general_groups(structure):
+        groups = [structure.groups[i] for i in merged]
+        with jax.named_scope("narrow_general_merged"):
+            found = jax.lax.cond(
+                jnp.any(jnp.concatenate([culled[i].near for i in merged])),
+                lambda: _merged_generic_manifolds(groups, [culled[i] for i in merged]),
+                lambda: [culled[i].bound(pair_function(g.type_a, g.type_b)[1]) for i, g in zip(merged, groups)])
+        manifolds.update(zip(merged, found))
+    for i, group in enumerate(structure.groups):  # static loop over pair-type groups
+        if i not in manifolds:
+            with jax.named_scope(f"narrow_{group.type_a.name.lower()}_{group.type_b.name.lower()}"):
+                manifolds[i] = _group_manifolds(model, structure, frames, group, culled[i])
+    return _assemble(model, structure, culled, manifolds, dtype)

@@ -377,3 +377,54 @@ def test_general_pair_groups_share_one_query_program_with_equal_results(tmp_path
     for name in ("distance", "point", "normal"):
         np.testing.assert_allclose(getattr(merged, name), getattr(separate, name), rtol=0, atol=1e-12,
                                    err_msg=name)
+
+
+FAR_SCENE = """<mujoco><option timestep="0.01"/><worldbody>
+  <geom name="floor" type="plane" size="5 5 0.1"/>
+  <body pos="0 0 1"><freejoint/><geom type="sphere" size="0.3"/></body>
+  <body pos="0.1 0 2"><freejoint/><geom type="sphere" size="0.25"/></body>
+</worldbody></mujoco>"""
+
+
+def test_pairs_out_of_reach_report_a_lower_bound_and_step_like_a_scene_without_contacts(tmp_path):
+    """No pair near: every candidate is inactive and its distance a lower bound of the true one
+    (the pair functions are skipped by a cond); the step and its Jacobians are those of the same
+    model with contacts disabled; vmapped and unbatched steps agree."""
+    path = tmp_path / "far.xml"
+    path.write_text(FAR_SCENE)
+    model = jc.load(path, dtype=jnp.float64)
+    kin = jc.dynamics.forward_kinematics(model, model.qpos0)
+    cands = jax.jit(lambda m: jc.pipeline.narrow_phase(m, m.collision, kin, m.options.contact_margin))(model)
+    assert not bool(jnp.any(cands.active))
+    # true distances: plane-sphere 1 - 0.3 and 2 - 0.25, sphere-sphere |(0.1, 0, 1)| - 0.55
+    true = {(0, 1): 0.7, (0, 2): 1.75, (1, 2): float(np.hypot(0.1, 1.0)) - 0.55}
+    body_a, body_b = np.asarray(cands.body_a), np.asarray(cands.body_b)
+    for pair, exact in true.items():
+        rows = (body_a == pair[0]) & (body_b == pair[1]) | (body_a == pair[1]) & (body_b == pair[0])
+        assert rows.any()
+        assert np.all(np.asarray(cands.distance)[rows] <= exact + 1e-12)
+        assert np.all(np.asarray(cands.distance)[rows] > 0.0)
+
+    free = model.replace_options(enable_contacts=False)
+    state = jc.init(model)
+    v = jnp.asarray(np.random.default_rng(0).normal(size=model.nv))
+    state = jc.State(q=state.q, v=v, time=state.time, error=state.error, contact=state.contact)
+
+    def next_v(m, x):
+        s = jc.init(m)
+        s = jc.State(q=x[:m.nq], v=x[m.nq:], time=s.time, error=s.error, contact=s.contact)
+        return jc.step(m, s).v
+
+    x = jnp.concatenate([state.q, v])
+    out = jax.jit(jc.step)(model, state)
+    assert not bool(jnp.any(out.contact.active))
+    np.testing.assert_array_equal(np.asarray(out.contact.force), 0.0)
+    np.testing.assert_allclose(np.asarray(out.v), np.asarray(next_v(free, x)), rtol=0, atol=1e-14)
+    for jac in (jax.jacrev, jax.jacfwd):
+        np.testing.assert_allclose(np.asarray(jax.jit(jac(lambda y: next_v(model, y)))(x)),
+                                   np.asarray(jax.jit(jac(lambda y: next_v(free, y)))(x)), rtol=0, atol=1e-13)
+    # under vmap the conds become selects: the same values
+    batched = jax.jit(jax.vmap(jc.step, in_axes=(None, 0)))(
+        model, jax.tree_util.tree_map(lambda a: jnp.stack([a, a]), state))
+    for leaf_b, leaf in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(out)):
+        np.testing.assert_array_equal(np.asarray(leaf_b)[1], np.asarray(leaf))
