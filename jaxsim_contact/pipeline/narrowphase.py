@@ -2,13 +2,13 @@
 
 DESIGN §2 stages 2–3. For every static :class:`~.pairs.PairGroup`:
 
-1. **culling** — bounding spheres (a signed distance for planes) give a cheap lower bound ``gap``
-   of each pair's distance; pairs with ``gap ≤ margin`` are *near*. Groups whose narrow budget is
+1. **culling** — bounding spheres (for a capsule also its segment; a signed distance for planes)
+   give a cheap lower bound ``gap`` of each pair's distance; pairs with ``gap ≤ margin`` are *near*. Groups whose narrow budget is
    smaller than their pair count run the exact test on the ``budget`` pairs of smallest gap
    (``lax.top_k``) and flag an overflow when more pairs are near (static budget + mask, no
    sentinel). A pair that is not near cannot touch within the margin: its candidates are
    inactive and report the *bound* — ``distance = gap`` (≤ the true distance), the normal along
-   which it was measured and the midpoint of the bounding spheres' closest points — so every
+   which it was measured and the midpoint of the bounding volumes' closest points — so every
    vmapped pair-function call sits in a ``lax.cond`` on "some pair of this call is near": an
    unbatched step (MPC, a single-environment Jacobian) skips the exact test of far groups as
    MuJoCo's broad phase does, while under ``vmap`` the cond becomes a select and both run;
@@ -182,6 +182,63 @@ class _Culled(eqx.Module):
                         jnp.zeros((count, points), bool))
 
 
+def _point_bound(center_a, radius_a, center_b, radius_b):
+    """``(gap (P,), normal (P, 3), point (P, 3))`` of two balls: their distance (a lower bound of
+    the distance of anything inside them), the unit normal from a to b and the midpoint of their
+    closest points."""
+    between = center_b - center_a
+    # coincident centres are near (gap = -r_a - r_b ≤ margin): the fallback is never reported
+    normal = safe_normalize(between, fallback=jnp.array([0.0, 0.0, 1.0], between.dtype))
+    gap = safe_norm(between) - radius_a - radius_b
+    return gap, normal, center_b - (radius_b + 0.5 * gap)[..., None] * normal
+
+
+def _tighter(bound, other):
+    """Per pair, the larger of two lower bounds (with its normal and point)."""
+    use = other[0] > bound[0]
+    return (jnp.where(use, other[0], bound[0]), jnp.where(use[:, None], other[1], bound[1]),
+            jnp.where(use[:, None], other[2], bound[2]))
+
+
+def _closest_on_segment(capsule: GeomData, point: jax.Array) -> jax.Array:
+    """``(P, 3)`` closest point to ``point`` on each capsule's segment (local z, half-length
+    ``size[1]``)."""
+    axis = capsule.rot[..., 2]
+    half = capsule.size[..., 1]
+    along = jnp.clip(jnp.sum((point - capsule.pos) * axis, axis=-1), -half, half)
+    return capsule.pos + along[..., None] * axis
+
+
+def pair_bound(geoms_a: GeomData, type_a: GeomType, geoms_b: GeomData, type_b: GeomType):
+    """Culling bound of pairs ``(P,)`` of geoms: ``(gap (P,) m, normal (P, 3), point (P, 3))`` with
+    ``gap`` ≤ the pairs' signed distance whenever it is positive, ``normal`` the unit direction
+    from a to b along which it was measured and ``point`` the midpoint of the bounding volumes'
+    closest points. Bounding spheres; for a capsule also its segment; for a plane (always geom a)
+    the signed distance of b's bounding sphere."""
+    ta, tb = type_a, type_b
+    center_b, radius_b = bounding_sphere(geoms_b, tb)
+    if ta == GeomType.PLANE:
+        normal = geoms_a.rot[..., 2]
+        gap = jnp.sum((center_b - geoms_a.pos) * normal, axis=-1) - radius_b
+        # midpoint of the sphere's lowest point and its projection on the plane
+        bound_point = center_b - (radius_b + 0.5 * gap)[..., None] * normal
+    else:
+        center_a, radius_a = bounding_sphere(geoms_a, ta)
+        gap, normal, bound_point = _point_bound(center_a, radius_a, center_b, radius_b)
+        # a capsule's bounding sphere is loose along its axis: bound from its segment instead
+        # (every point of the other geom is within its bounding radius of its centre, so the
+        # distance from that centre to the segment, minus both radii, bounds the pair's distance)
+        if tb == GeomType.CAPSULE:
+            on_b = _closest_on_segment(geoms_b, center_a)
+            gap, normal, bound_point = _tighter((gap, normal, bound_point),
+                                                _point_bound(center_a, radius_a, on_b, geoms_b.size[..., 0]))
+        if ta == GeomType.CAPSULE:
+            on_a = _closest_on_segment(geoms_a, center_b)
+            gap, normal, bound_point = _tighter((gap, normal, bound_point),
+                                                _point_bound(on_a, geoms_a.size[..., 0], center_b, radius_b))
+    return gap, normal, bound_point
+
+
 def _cull(model: Model, structure: CollisionStructure, frames, group: PairGroup, margin: jax.Array) -> _Culled:
     ta, tb = group.type_a, group.type_b
     geoms_a = gather_geoms(model, structure, frames, group.geom_a, ta)
@@ -190,20 +247,8 @@ def _cull(model: Model, structure: CollisionStructure, frames, group: PairGroup,
     ia, ib = np.asarray(group.geom_a), np.asarray(group.geom_b)
     pair_margin = margin + jnp.maximum(model.geom_margin.astype(dtype)[ia], model.geom_margin.astype(dtype)[ib])
 
-    center_b, radius_b = bounding_sphere(geoms_b, tb)
-    if ta == GeomType.PLANE:
-        normal = geoms_a.rot[..., 2]
-        gap = jnp.sum((center_b - geoms_a.pos) * normal, axis=-1) - radius_b
-    else:
-        center_a, radius_a = bounding_sphere(geoms_a, ta)
-        between = center_b - center_a
-        # coincident centres are near (gap = -r_a - r_b ≤ margin): the fallback is never reported
-        normal = safe_normalize(between, fallback=jnp.array([0.0, 0.0, 1.0], dtype))
-        gap = safe_norm(between) - radius_a - radius_b
+    gap, normal, bound_point = pair_bound(geoms_a, ta, geoms_b, tb)
     near = gap <= pair_margin
-    # midpoint of the bounding spheres' closest points (for a plane: the sphere's lowest point
-    # and its projection on the plane)
-    bound_point = center_b - (radius_b + 0.5 * gap)[..., None] * normal
 
     pair_index = jnp.arange(group.num_pairs)
     overflow = jnp.zeros((), bool)
