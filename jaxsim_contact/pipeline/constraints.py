@@ -29,7 +29,6 @@ them and their derivatives; under ``vmap`` both branches run.
 
 from __future__ import annotations
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -98,20 +97,6 @@ def _warm_start(previous: ContactData | None, key, active, frame):
     return jnp.einsum("nij,nj->ni", frame, warm_world)
 
 
-class _Slots(eqx.Module):
-    """Geometry of the constraint slots of one step (``nc`` slots, contacts first)."""
-
-    distance: jax.Array  # (nc,)
-    frame: jax.Array  # (nc, 3, 3)
-    friction: jax.Array  # (nc,)
-    key: jax.Array  # (nc,) int32
-    active: jax.Array  # (nc,) bool, before masking degenerate rows
-    point: jax.Array  # (nc, 3)
-    body_a: jax.Array  # (budget,) int32
-    body_b: jax.Array  # (budget,) int32
-    overflow: jax.Array  # () bool
-
-
 def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     """Constraint forces of one step and the constrained velocity.
 
@@ -133,47 +118,41 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     kin, axes = smooth.kinematics, smooth.motion_axes
     margin = opts.contact_margin.astype(dtype)
 
-    # ---- the slots' geometry: contact candidates, then joint limits ------------------------------
+    # ---- the slots' geometry: the budget deepest active candidates, then the limits --------------
+    distance, frames, friction, keys, active, point = [], [], [], [], [], []
+    overflow = jnp.zeros((), bool)
+    if budget:
+        with jax.named_scope("narrow_phase"):
+            cands = narrow_phase(model, collision_structure(model), kin, margin)
+        index, over = _select_contacts(cands, budget)
+        overflow = over | cands.overflow
+        take = lambda x: x[index]  # noqa: E731
+        distance.append(take(cands.distance))
+        frames.append(tangent_frame(take(cands.normal)))
+        friction.append(take(cands.friction))
+        keys.append(take(cands.key))
+        active.append(take(cands.active))
+        point.append(take(cands.point))
+        contact_body_a, contact_body_b = take(cands.body_a), take(cands.body_b)
     if joints:
         limit_distance, sign, dof = limit_rows(model, q, joints)
         limit_approach = jnp.maximum(-sign * v[dof], 0.0)
         nlim = len(joints)
+        distance.append(limit_distance)
+        frames.append(jnp.broadcast_to(jnp.eye(3, dtype=dtype), (nlim, 3, 3)))
+        friction.append(jnp.zeros((nlim,), dtype))
+        base = KEY_STRIDE * collision_structure(model).num_pairs
+        keys.append(jnp.asarray(base + np.arange(nlim), jnp.int32))
         # speculative window: the limit can be reached within the step at the current speed
-        limit_active = limit_distance <= margin + dt * limit_approach
-        limit_key = jnp.asarray(KEY_STRIDE * collision_structure(model).num_pairs + np.arange(nlim), jnp.int32)
+        active.append(limit_distance <= margin + dt * limit_approach)
+        point.append(jnp.zeros((nlim, 3), dtype))
+    distance, frame = jnp.concatenate(distance), jnp.concatenate(frames)
+    friction = jnp.concatenate(friction)
+    key, geometric_active, point = jnp.concatenate(keys), jnp.concatenate(active), jnp.concatenate(point)
     is_contact = jnp.arange(nslots) < budget
 
-    def slots_of(cands) -> _Slots:
-        """The slots' geometry: the ``budget`` deepest active candidates, then the limits."""
-        distance, frames, friction, keys, active, point = [], [], [], [], [], []
-        body_a = body_b = jnp.zeros((0,), jnp.int32)
-        overflow = jnp.zeros((), bool)
-        if budget:
-            index, over = _select_contacts(cands, budget)
-            overflow = over | cands.overflow
-            take = lambda x: x[index]  # noqa: E731
-            distance.append(take(cands.distance))
-            frames.append(tangent_frame(take(cands.normal)))
-            friction.append(take(cands.friction))
-            keys.append(take(cands.key))
-            active.append(take(cands.active))
-            point.append(take(cands.point))
-            body_a, body_b = take(cands.body_a), take(cands.body_b)
-        if joints:
-            distance.append(limit_distance)
-            frames.append(jnp.broadcast_to(jnp.eye(3, dtype=dtype), (nlim, 3, 3)))
-            friction.append(jnp.zeros((nlim,), dtype))
-            keys.append(limit_key)
-            active.append(limit_active)
-            point.append(jnp.zeros((nlim, 3), dtype))
-        return _Slots(jnp.concatenate(distance), jnp.concatenate(frames), jnp.concatenate(friction),
-                      jnp.concatenate(keys), jnp.concatenate(active), jnp.concatenate(point),
-                      body_a, body_b, overflow)
-
-    def solve_slots(slots: _Slots):
+    def solve_slots():
         """``(v_next, active, force, generalized_force, iterations, criterion, converged)``."""
-        distance, frame, friction, key = slots.distance, slots.frame, slots.friction, slots.key
-        geometric_active, point = slots.active, slots.point
         # per group of slots: its rows of B = J L⁻ᵀ (3m, nv) and of J [v_f, v] (3m, 2)
         factor_rows, velocity_rows = [], []
         inverse = smooth.cholesky_inverse
@@ -184,7 +163,7 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
             # reach M̃⁻¹Jᵀ. A zero frame at a finite point gives zero Jacobian rows; masking the
             # (n, 3, 3) inputs is cheaper than the (3n, nv) output.
             with jax.named_scope("contact_jacobian"):
-                J = contact_jacobians(model, axes, slots.body_a, slots.body_b,
+                J = contact_jacobians(model, axes, contact_body_a, contact_body_b,
                                       jnp.where(contact_active[:, None], point[:budget], 0.0),
                                       jnp.where(contact_active[:, None, None], frame[:budget], 0.0))
             J = J.reshape(3 * budget, model.nv)
@@ -268,27 +247,20 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
                 smooth.cholesky @ factor_force, solution.iterations,
                 solution.criterion.astype(dtype), solution.converged)
 
-    def no_active_slot(slots: _Slots):
+    def no_active_slot():
         # nothing to solve: λ = 0, so v⁺ = v_f — and the implicit derivative of an all-inactive
         # problem is dλ = 0 too, so skipping the problem changes neither values nor derivatives
-        return (smooth.free_velocity, slots.active, jnp.zeros((nslots, 3), dtype),
+        return (smooth.free_velocity, geometric_active, jnp.zeros((nslots, 3), dtype),
                 jnp.zeros((model.nv,), dtype), jnp.zeros((), jnp.int32), jnp.zeros((), dtype),
                 jnp.ones((), bool))
 
-    if budget:
-        with jax.named_scope("narrow_phase"):
-            slots = slots_of(narrow_phase(model, collision_structure(model), kin, margin))
-    else:
-        slots = slots_of(None)
     # A cond, not a select: an unbatched step (a single environment, MPC, a step Jacobian) with no
     # slot in reach skips the Jacobians, the Delassus matrix, the solve and their (all-zero)
     # derivatives. Under vmap the predicate is batched and JAX runs both branches (the second is
     # trivial). (A cond around the narrow phase too, on "some pair is near", saved little more
     # unbatched and cost the Go2 at batch 256 ~30 % under vmap.)
-    solved_slots = jax.lax.cond(jnp.any(slots.active), solve_slots, no_active_slot, slots)
-    v_next, active, force, generalized_force, iterations, criterion, solved = solved_slots
-    distance, frame, friction, key, point = slots.distance, slots.frame, slots.friction, slots.key, slots.point
-    geometric_active, overflow = slots.active, slots.overflow
+    v_next, active, force, generalized_force, iterations, criterion, solved = jax.lax.cond(
+        jnp.any(geometric_active), solve_slots, no_active_slot)
     any_active = jnp.any(active)
     converged = solved | ~any_active
     penetration = jnp.max(jnp.where(geometric_active & is_contact, -distance, 0.0), initial=0.0)

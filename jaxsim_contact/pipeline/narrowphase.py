@@ -128,9 +128,10 @@ def width_buckets(model: Model, structure: CollisionStructure, group: PairGroup)
     return [np.flatnonzero([k == key for k in keys]) for key in sorted(set(keys))]
 
 
-def _when_near(near: jax.Array, exact, bound: Manifold) -> Manifold:
-    """``exact()`` (a :class:`Manifold` batch) if any of ``near`` ``(P,)`` holds, else ``bound``:
-    the far pairs' manifolds are replaced by their bound in :func:`_candidates` either way."""
+def _when_near(near: jax.Array, exact, bound):
+    """``exact()`` (batched :class:`Manifold` s, a pytree shaped like ``bound``) if any of ``near``
+    ``(P,)`` holds, else ``bound``: the far pairs' manifolds are replaced by their bound in
+    :func:`_candidates` either way."""
     return jax.lax.cond(jnp.any(near), exact, lambda: bound)
 
 
@@ -348,21 +349,6 @@ def _merged_generic_manifolds(groups: list[PairGroup], culled: list[_Culled]) ->
     return manifolds
 
 
-def _assemble(model: Model, structure: CollisionStructure, culled: list, manifolds: dict,
-              dtype) -> Candidates:
-    parts, overflow = [], jnp.zeros((), bool)
-    for i, group in enumerate(structure.groups):  # static loop over pair-type groups
-        parts.append(_candidates(model, group, culled[i], manifolds[i]))
-        overflow = overflow | culled[i].overflow
-    if not parts:
-        z = jnp.zeros((0,), dtype)
-        return Candidates(z, jnp.zeros((0, 3), dtype), jnp.zeros((0, 3), dtype), jnp.zeros((0,), bool),
-                          z, jnp.zeros((0,), jnp.int32), jnp.zeros((0,), jnp.int32),
-                          jnp.zeros((0,), jnp.int32), overflow)
-    cat = {k: jnp.concatenate([p[k] for p in parts]) for k in parts[0]}
-    return Candidates(overflow=overflow, **cat)
-
-
 def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
                  margin: jax.Array) -> Candidates:
     """All candidate contacts of the configuration whose kinematics is ``kin``.
@@ -382,13 +368,22 @@ def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
     for merged in merged_general_groups(structure):
         groups = [structure.groups[i] for i in merged]
         with jax.named_scope("narrow_general_merged"):
-            found = jax.lax.cond(
-                jnp.any(jnp.concatenate([culled[i].near for i in merged])),
+            found = _when_near(
+                jnp.concatenate([culled[i].near for i in merged]),
                 lambda: _merged_generic_manifolds(groups, [culled[i] for i in merged]),
-                lambda: [culled[i].bound(pair_function(g.type_a, g.type_b)[1]) for i, g in zip(merged, groups)])
+                [culled[i].bound(pair_function(g.type_a, g.type_b)[1]) for i, g in zip(merged, groups)])
         manifolds.update(zip(merged, found))
+    parts, overflow = [], jnp.zeros((), bool)
     for i, group in enumerate(structure.groups):  # static loop over pair-type groups
-        if i not in manifolds:
-            with jax.named_scope(f"narrow_{group.type_a.name.lower()}_{group.type_b.name.lower()}"):
+        with jax.named_scope(f"narrow_{group.type_a.name.lower()}_{group.type_b.name.lower()}"):
+            if i not in manifolds:
                 manifolds[i] = _group_manifolds(model, structure, frames, group, culled[i])
-    return _assemble(model, structure, culled, manifolds, dtype)
+            parts.append(_candidates(model, group, culled[i], manifolds[i]))
+        overflow = overflow | culled[i].overflow
+    if not parts:
+        z = jnp.zeros((0,), dtype)
+        return Candidates(z, jnp.zeros((0, 3), dtype), jnp.zeros((0, 3), dtype), jnp.zeros((0,), bool),
+                          z, jnp.zeros((0,), jnp.int32), jnp.zeros((0,), jnp.int32),
+                          jnp.zeros((0,), jnp.int32), overflow)
+    cat = {k: jnp.concatenate([p[k] for p in parts]) for k in parts[0]}
+    return Candidates(overflow=overflow, **cat)
