@@ -96,6 +96,14 @@ def _within_limit(x: jax.Array, limit: jax.Array) -> jax.Array:
     return jnp.all(jnp.abs(x) <= limit)
 
 
+def _flag_unless(ok: jax.Array, bit: int) -> jax.Array:
+    """``0`` where ``ok`` else ``bit``, as int32. Explicitly int32: with x64 enabled a bare
+    ``jnp.where(ok, 0, bit)`` is a weak int64 array, and XLA:CPU (jaxlib 0.10.2) segfaults while
+    compiling ``int32 array | weak int64 array`` — the op-by-op program of an un-jitted ``vmap``
+    of :func:`step`."""
+    return jnp.where(ok, jnp.int32(0), jnp.int32(bit))
+
+
 def _tree_where(condition: jax.Array, on_true, on_false):
     return jax.tree_util.tree_map(lambda a, b: jnp.where(condition, a, b), on_true, on_false)
 
@@ -173,11 +181,11 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
     held_q = jax.lax.stop_gradient(jnp.where(state_ok, state.q, rest_q))
     held_v = jax.lax.stop_gradient(jnp.where(state_ok, state.v, 0.0))
     error = (
-        state.error
-        | jnp.where(runs, contact_error, 0)
-        | jnp.where(state_ok & (result_ok | ~runs), 0, ErrorFlag.NON_FINITE_STATE)
-        | jnp.where(ctrl_ok, 0, ErrorFlag.INVALID_CONTROL)
-    ).astype(jnp.int32)
+        state.error.astype(jnp.int32)
+        | jnp.where(runs, contact_error, 0).astype(jnp.int32)
+        | _flag_unless(state_ok & (result_ok | ~runs), ErrorFlag.NON_FINITE_STATE)
+        | _flag_unless(ctrl_ok, ErrorFlag.INVALID_CONTROL)
+    )
     return State(q=jnp.where(advances, q_next, held_q), v=jnp.where(advances, v_next, held_v),
                  time=state.time + dt, error=error,
                  contact=_tree_where(advances, contact, empty_contact))

@@ -271,6 +271,7 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
         num_active=jnp.sum(active).astype(jnp.int32), overflow=overflow,
         penetration=jnp.maximum(penetration, 0.0),
     )
-    error = jnp.where(overflow, ErrorFlag.CONTACT_BUDGET_OVERFLOW, 0) | jnp.where(
-        converged, 0, ErrorFlag.SOLVER_NOT_CONVERGED)
-    return v_next, data, error.astype(jnp.int32)
+    # int32 operands, not weak int64 ones (see dynamics.step._flag_unless)
+    error = (jnp.where(overflow, jnp.int32(ErrorFlag.CONTACT_BUDGET_OVERFLOW), jnp.int32(0))
+             | jnp.where(converged, jnp.int32(0), jnp.int32(ErrorFlag.SOLVER_NOT_CONVERGED)))
+    return v_next, data, error

@@ -33,3 +33,22 @@ def test_bad_arguments_raise():
         jc.chunked_vmap(_fn, chunk_size=0)
     with pytest.raises(ValueError, match="same leading batch axis"):
         jc.chunked_vmap(lambda a, b: a + b)(jnp.zeros(3), jnp.zeros(4))
+
+
+def test_unjitted_vmap_of_a_step_runs_and_flags_the_bad_environment():
+    """``jax.vmap(jc.step)`` called op by op (no ``jit``), as in a notebook. The error bits were
+    combined as ``int32 | weak int64`` arrays, whose op-by-op program segfaulted XLA:CPU's
+    compiler (jaxlib 0.10.2); they are int32 throughout, and equal to the jitted step's."""
+    from pathlib import Path
+
+    model = jc.load(Path(__file__).resolve().parents[1] / "models" / "pendulum.xml")
+    state = jax.tree_util.tree_map(lambda x: jnp.stack([x, x]), jc.init(model))
+    state = jc.State(q=state.q, v=state.v.at[1, 0].set(jnp.nan), time=state.time,
+                     error=state.error, contact=state.contact)
+    step = jax.vmap(jc.step, in_axes=(None, 0))
+    out = step(model, state)
+    assert out.error.dtype == jnp.int32
+    np.testing.assert_array_equal(np.asarray(out.error), [0, jc.ErrorFlag.NON_FINITE_STATE])
+    jitted = jax.jit(step)(model, state)
+    for leaf, want in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(jitted)):
+        np.testing.assert_allclose(np.asarray(leaf), np.asarray(want), rtol=1e-12, atol=1e-12)
