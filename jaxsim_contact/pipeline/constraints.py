@@ -259,6 +259,12 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     # derivatives. Under vmap the predicate is batched and JAX runs both branches (the second is
     # trivial). (A cond around the narrow phase too, on "some pair is near", saved little more
     # unbatched and cost the Go2 at batch 256 ~30 % under vmap.)
+    # Not skipped: the narrow phase's and the slot selection's transposes, which run on zero
+    # cotangents when no slot is active (Panda jacrev 0.27 ms, 0.20 with the narrow phase under
+    # stop_gradient). Gating them needs their linearisation inside a cond, i.e. a custom_jvp whose
+    # rule holds a cond on tangents; tried (session 32: 0.27 -> 0.24 ms unbatched), but under vmap
+    # JAX turns such a cond into a select whose operands pass through stop_gradient, which has no
+    # transpose: grad of a vmapped step then raises NotImplementedError.
     v_next, active, force, generalized_force, iterations, criterion, solved = jax.lax.cond(
         jnp.any(geometric_active), solve_slots, no_active_slot)
     any_active = jnp.any(active)
