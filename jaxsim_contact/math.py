@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 
 __all__ = [
+    "cross",
     "argmax_first",
     "argmin_first",
     "argmax_packed",
@@ -212,12 +213,24 @@ def quat_normalize(q: jax.Array) -> jax.Array:
     return safe_normalize(q, fallback=identity)
 
 
+def cross(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Cross product of ``(..., 3)`` vectors (broadcast), the same arithmetic as ``jnp.cross``.
+
+    Stacked on the last axis: ``jnp.cross`` stacks the components on a new leading axis and moves
+    it last, a physical transpose that XLA:CPU runs as separate copy kernels — on the small
+    batched arrays of the rigid-body pass and, worse, in their transposes under reverse mode.
+    """
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return jnp.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
 def quat_rotate(q: jax.Array, v: jax.Array) -> jax.Array:
     """Rotate ``(..., 3)`` vectors ``v`` by unit quaternions ``q`` ``(..., 4)``: ``R(q) v``."""
     w = q[..., :1]
     u = q[..., 1:]
-    t = 2.0 * jnp.cross(u, v)
-    return v + w * t + jnp.cross(u, t)
+    t = 2.0 * cross(u, v)
+    return v + w * t + cross(u, t)
 
 
 def quat_to_matrix(q: jax.Array) -> jax.Array:

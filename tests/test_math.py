@@ -146,3 +146,16 @@ def test_matrix_rotations_reject_stacked_matrices():
         matrix_inverse_rotate(jnp.eye(3), jnp.ones((2, 4)))
     batched = jax.vmap(matrix_rotate)(jnp.eye(3)[None].repeat(2, 0), jnp.ones((2, 3)))
     np.testing.assert_allclose(batched, np.ones((2, 3)))
+
+
+def test_cross_equals_numpy_cross_with_broadcasting():
+    """``math.cross`` (stacked on the last axis, no transpose kernels) is the cross product, with
+    ``jnp.cross``'s broadcasting: ``(n, 1, 3) × (n, 3, 3)`` as in the contact Jacobian."""
+    from jaxsim_contact.math import cross
+
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=(5, 1, 3)), rng.normal(size=(5, 4, 3))
+    np.testing.assert_allclose(np.asarray(cross(jnp.asarray(a), jnp.asarray(b))), np.cross(a, b),
+                               rtol=1e-15, atol=1e-15)
+    e = np.eye(3)
+    np.testing.assert_array_equal(np.asarray(cross(jnp.asarray(e[0]), jnp.asarray(e[1]))), e[2])

@@ -15,6 +15,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from ..math import cross
+
 __all__ = ["skew", "cross_motion", "cross_force", "spatial_inertia", "rotational_motion"]
 
 
@@ -37,14 +39,14 @@ def cross_motion(v: jax.Array, m: jax.Array) -> jax.Array:
     velocity ``v``)."""
     w, u = v[..., :3], v[..., 3:]
     mw, mu = m[..., :3], m[..., 3:]
-    return jnp.concatenate([jnp.cross(w, mw), jnp.cross(w, mu) + jnp.cross(u, mw)], axis=-1)
+    return jnp.concatenate([cross(w, mw), cross(w, mu) + cross(u, mw)], axis=-1)
 
 
 def cross_force(v: jax.Array, f: jax.Array) -> jax.Array:
     """Force cross product ``v ×f f`` (the derivative of a force/momentum ``f`` moving with ``v``)."""
     w, u = v[..., :3], v[..., 3:]
     n, lin = f[..., :3], f[..., 3:]
-    return jnp.concatenate([jnp.cross(w, n) + jnp.cross(u, lin), jnp.cross(w, lin)], axis=-1)
+    return jnp.concatenate([cross(w, n) + cross(u, lin), cross(w, lin)], axis=-1)
 
 
 def spatial_inertia(mass: jax.Array, com: jax.Array, inertia_com: jax.Array) -> jax.Array:
@@ -68,4 +70,4 @@ def spatial_inertia(mass: jax.Array, com: jax.Array, inertia_com: jax.Array) -> 
 
 def rotational_motion(axis: jax.Array, point: jax.Array) -> jax.Array:
     """Unit-rate rotation about ``axis`` through ``point`` (both ``(..., 3)``, world): ``[a; p × a]``."""
-    return jnp.concatenate([axis, jnp.cross(point, axis)], axis=-1)
+    return jnp.concatenate([axis, cross(point, axis)], axis=-1)
