@@ -563,6 +563,15 @@ class ErrorFlag:
     FREEZE = NON_FINITE_STATE | INVALID_CONTROL
 
 
+def error_bit(raised: jax.Array, bit: int) -> jax.Array:
+    """``bit`` where ``raised`` (bool, any shape), else 0 — an int32 :class:`ErrorFlag` mask.
+
+    Explicitly int32: with x64 enabled a bare ``jnp.where(raised, bit, 0)`` is a weak int64 array,
+    and XLA:CPU (jaxlib 0.10.2) segfaults while compiling ``int32 array | weak int64 array`` —
+    the op-by-op program of an un-jitted ``vmap`` of a step.
+    """
+    return jnp.where(raised, jnp.int32(bit), jnp.int32(0))
+
 class ContactData(eqx.Module):
     """Constraint data of the last step, per solver slot (contacts first, then joint limits).
 

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..linalg import grouped_cholesky
-from ..model import ErrorFlag, Model, State
+from ..model import ErrorFlag, Model, State, error_bit
 from ..pipeline.constraints import contact_stage, initial_contact_data
 from .crba import mass_matrix_from_kinematics
 from .integration import integrate_positions
@@ -94,14 +94,6 @@ def _within_limit(x: jax.Array, limit: jax.Array) -> jax.Array:
     """True iff every entry of ``x`` is finite and at most ``limit`` in magnitude (NaN compares
     False, so it fails too). A boolean: no derivative flows through it."""
     return jnp.all(jnp.abs(x) <= limit)
-
-
-def _flag_unless(ok: jax.Array, bit: int) -> jax.Array:
-    """``0`` where ``ok`` else ``bit``, as int32. Explicitly int32: with x64 enabled a bare
-    ``jnp.where(ok, 0, bit)`` is a weak int64 array, and XLA:CPU (jaxlib 0.10.2) segfaults while
-    compiling ``int32 array | weak int64 array`` — the op-by-op program of an un-jitted ``vmap``
-    of :func:`step`."""
-    return jnp.where(ok, jnp.int32(0), jnp.int32(bit))
 
 
 def _tree_where(condition: jax.Array, on_true, on_false):
@@ -182,9 +174,9 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
     held_v = jax.lax.stop_gradient(jnp.where(state_ok, state.v, 0.0))
     error = (
         state.error.astype(jnp.int32)
-        | jnp.where(runs, contact_error, 0).astype(jnp.int32)
-        | _flag_unless(state_ok & (result_ok | ~runs), ErrorFlag.NON_FINITE_STATE)
-        | _flag_unless(ctrl_ok, ErrorFlag.INVALID_CONTROL)
+        | jnp.where(runs, contact_error, 0)  # contact_error is int32 already
+        | error_bit(~(state_ok & (result_ok | ~runs)), ErrorFlag.NON_FINITE_STATE)
+        | error_bit(~ctrl_ok, ErrorFlag.INVALID_CONTROL)
     )
     return State(q=jnp.where(advances, q_next, held_q), v=jnp.where(advances, v_next, held_v),
                  time=state.time + dt, error=error,

@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..contact import ContactProblem, solve
-from ..model import ContactData, ErrorFlag, Model, State
+from ..model import ContactData, ErrorFlag, Model, State, error_bit
 from .jacobian import contact_jacobians, limit_rows, limited_joints
 from .manifold import tangent_frame
 from .narrowphase import KEY_STRIDE, max_candidates, narrow_phase
@@ -277,7 +277,6 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
         num_active=jnp.sum(active).astype(jnp.int32), overflow=overflow,
         penetration=jnp.maximum(penetration, 0.0),
     )
-    # int32 operands, not weak int64 ones (see dynamics.step._flag_unless)
-    error = (jnp.where(overflow, jnp.int32(ErrorFlag.CONTACT_BUDGET_OVERFLOW), jnp.int32(0))
-             | jnp.where(converged, jnp.int32(0), jnp.int32(ErrorFlag.SOLVER_NOT_CONVERGED)))
+    error = (error_bit(overflow, ErrorFlag.CONTACT_BUDGET_OVERFLOW)
+             | error_bit(~converged, ErrorFlag.SOLVER_NOT_CONVERGED))
     return v_next, data, error

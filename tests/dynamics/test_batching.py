@@ -4,6 +4,8 @@ arrays), and clear errors for bad arguments."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -39,8 +41,6 @@ def test_unjitted_vmap_of_a_step_runs_and_flags_the_bad_environment():
     """``jax.vmap(jc.step)`` called op by op (no ``jit``), as in a notebook. The error bits were
     combined as ``int32 | weak int64`` arrays, whose op-by-op program segfaulted XLA:CPU's
     compiler (jaxlib 0.10.2); they are int32 throughout, and equal to the jitted step's."""
-    from pathlib import Path
-
     model = jc.load(Path(__file__).resolve().parents[1] / "models" / "pendulum.xml")
     state = jax.tree_util.tree_map(lambda x: jnp.stack([x, x]), jc.init(model))
     state = jc.State(q=state.q, v=state.v.at[1, 0].set(jnp.nan), time=state.time,
