@@ -20,7 +20,7 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from ..math import argmin_first, first_true_indices, safe_norm, safe_normalize
+from ..math import argmin_first, cross, first_true_indices, safe_norm, safe_normalize
 
 __all__ = ["EPAResult", "run_epa"]
 
@@ -71,20 +71,20 @@ class _Polytope(NamedTuple):
 
 def _face_geometry(vertices, faces, tiny_area):
     a, b, c = vertices[faces[:, 0]], vertices[faces[:, 1]], vertices[faces[:, 2]]
-    cross = jnp.cross(b - a, c - a)
-    area2 = safe_norm(cross)
-    normal = safe_normalize(cross)
+    scaled_normal = cross(b - a, c - a)
+    area2 = safe_norm(scaled_normal)
+    normal = safe_normalize(scaled_normal)
     distance = jnp.sum(normal * a, -1)
     return normal, distance, area2 > tiny_area
 
 
 def _raw_barycentric(a, b, c, p):
     """Unclamped barycentric coordinates of ``p`` in the plane of abc (0 for a degenerate one)."""
-    normal = jnp.cross(b - a, c - a)
+    normal = cross(b - a, c - a)
     nn = jnp.dot(normal, normal)
     inv = jnp.where(nn > 0, 1.0 / jnp.where(nn > 0, nn, 1.0), 0.0)
-    wa = jnp.dot(jnp.cross(b - p, c - p), normal) * inv
-    wb = jnp.dot(jnp.cross(c - p, a - p), normal) * inv
+    wa = jnp.dot(cross(b - p, c - p), normal) * inv
+    wb = jnp.dot(cross(c - p, a - p), normal) * inv
     return jnp.stack([wa, wb, 1.0 - wa - wb])
 
 
@@ -121,7 +121,7 @@ def _initial_polytope(support_fn, gjk_points, gjk_a, gjk_b, gjk_mask, max_vertic
     p1b = jnp.where(rank >= 2, pb[1], s1b)
     # rank ≤ 2: a third point, the support perpendicular to the segment on its wider side
     axis = p1 - p[0]
-    perp = safe_normalize(jnp.cross(axis, e[jnp.argmin(jnp.abs(axis))]), fallback=e[1])
+    perp = safe_normalize(cross(axis, e[jnp.argmin(jnp.abs(axis))]), fallback=e[1])
     plus, plus_a, plus_b = support_fn(perp)
     minus, minus_a, minus_b = support_fn(-perp)
     use_plus = jnp.dot(perp, plus - p[0]) >= -jnp.dot(perp, minus - p[0])
@@ -129,7 +129,7 @@ def _initial_polytope(support_fn, gjk_points, gjk_a, gjk_b, gjk_mask, max_vertic
     p2a = jnp.where(rank >= 3, pa[2], jnp.where(use_plus, plus_a, minus_a))
     p2b = jnp.where(rank >= 3, pb[2], jnp.where(use_plus, plus_b, minus_b))
     # rank ≤ 3: the apex farther from the triangle's plane
-    normal = safe_normalize(jnp.cross(p1 - p[0], p2 - p[0]), fallback=e[2])
+    normal = safe_normalize(cross(p1 - p[0], p2 - p[0]), fallback=e[2])
     top, top_a, top_b = support_fn(normal)
     bottom, bottom_a, bottom_b = support_fn(-normal)
     use_top = jnp.dot(normal, top - p[0]) >= -jnp.dot(normal, bottom - p[0])
@@ -141,7 +141,7 @@ def _initial_polytope(support_fn, gjk_points, gjk_a, gjk_b, gjk_mask, max_vertic
     va = jnp.stack([pa[0], p1a, p2a, p3a])
     vb = jnp.stack([pb[0], p1b, p2b, p3b])
     # Outward orientation: with a positive signed volume, these faces are counter-clockwise.
-    positive = jnp.dot(jnp.cross(v[1] - v[0], v[2] - v[0]), v[3] - v[0]) > 0
+    positive = jnp.dot(cross(v[1] - v[0], v[2] - v[0]), v[3] - v[0]) > 0
     faces4 = jnp.where(
         positive,
         jnp.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]], jnp.int32),
@@ -371,7 +371,7 @@ def run_epa(
     degenerate = ~jnp.any(candidates)
     span = poly.vertices[1] - poly.vertices[0]
     e = jnp.eye(3, dtype=dtype)
-    perpendicular = safe_normalize(jnp.cross(span, e[jnp.argmin(jnp.abs(span))]), fallback=e[2])
+    perpendicular = safe_normalize(cross(span, e[jnp.argmin(jnp.abs(span))]), fallback=e[2])
     normal = jnp.where(degenerate, perpendicular, poly.normals[best])
     depth = jnp.where(degenerate, 0.0, poly.distances[best])
     ids = poly.faces[best]

@@ -20,6 +20,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..math import cross
+
 __all__ = ["project_origin"]
 
 _EDGES = np.array(list(itertools.combinations(range(4), 2)), np.int32)  # (6, 2)
@@ -47,7 +49,7 @@ def _triangle_candidates(points, mask, eps):
     b = points[_TRIANGLES[:, 1]]
     c = points[_TRIANGLES[:, 2]]
     ab, ac = b - a, c - a
-    normal = jnp.cross(ab, ac)
+    normal = cross(ab, ac)
     nn = jnp.sum(normal * normal, -1)
     ok = nn > eps * jnp.sum(ab * ab, -1) * jnp.sum(ac * ac, -1)
     inv = 1.0 / jnp.where(ok, nn, 1.0)
@@ -55,8 +57,8 @@ def _triangle_candidates(points, mask, eps):
     # relative to a (accurate for small triangles far from the origin). wa = 1 - wb - wc makes the
     # weights sum to exactly 1, so the point always lies in the simplex's affine hull and, with
     # positive weights, in the simplex: |x| can never undershoot the true distance.
-    wb = jnp.sum(jnp.cross(-a, ac) * normal, -1) * inv
-    wc = jnp.sum(jnp.cross(ab, -a) * normal, -1) * inv
+    wb = jnp.sum(cross(-a, ac) * normal, -1) * inv
+    wc = jnp.sum(cross(ab, -a) * normal, -1) * inv
     wa = 1.0 - wb - wc
     ok = ok & (wa > 0) & (wb > 0) & (wc > 0) & jnp.all(mask[_TRIANGLES], -1)
     # The point itself from the plane equation: same point in exact arithmetic, but its direction
@@ -73,7 +75,7 @@ def _triangle_candidates(points, mask, eps):
 
 
 def _signed_volume(p0, p1, p2, p3):
-    return jnp.dot(jnp.cross(p1 - p0, p2 - p0), p3 - p0)
+    return jnp.dot(cross(p1 - p0, p2 - p0), p3 - p0)
 
 
 def _tetrahedron_candidate(points, mask, eps):

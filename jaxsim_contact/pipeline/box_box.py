@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..math import safe_norm
+from ..math import cross, safe_norm
 from .geoms import GeomData
 from .manifold import Manifold, reduce_to_four
 from .primitives import point_tolerance, segment_closest_points
@@ -44,12 +44,12 @@ def separating_axes(a: GeomData, b: GeomData):
     Returns ``(axes, separation (15,), usable (15,))``.
     """
     ra, rb = a.rot, b.rot
-    cross = jnp.cross(ra.T[:, None, :], rb.T[None, :, :]).reshape(9, 3)
-    length = safe_norm(cross)
+    edge_axes = cross(ra.T[:, None, :], rb.T[None, :, :]).reshape(9, 3)
+    length = safe_norm(edge_axes)
     # near-parallel edges give no usable axis (their face axes cover the case)
     usable_cross = length > 1e-3
-    cross = cross / jnp.where(usable_cross, length, 1.0)[:, None]
-    axes = jnp.concatenate([ra.T, rb.T, cross])
+    edge_axes = edge_axes / jnp.where(usable_cross, length, 1.0)[:, None]
+    axes = jnp.concatenate([ra.T, rb.T, edge_axes])
     delta = b.pos - a.pos
     extent_a = jnp.abs(axes @ ra) @ a.size
     extent_b = jnp.abs(axes @ rb) @ b.size

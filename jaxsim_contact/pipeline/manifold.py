@@ -20,7 +20,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..math import argmax_packed, argmin_packed, coordinate_dot, safe_normalize
+from ..math import argmax_packed, argmin_packed, coordinate_dot, cross, safe_normalize
 
 __all__ = ["Manifold", "reduce_to_four", "tangent_frame", "make_manifold"]
 
@@ -62,7 +62,7 @@ def tangent_frame(normal: jax.Array) -> jax.Array:
     helper = jnp.where(use_y, jnp.array([0.0, 1.0, 0.0], dtype), jnp.array([1.0, 0.0, 0.0], dtype))
     t1 = safe_normalize(helper - n * jnp.sum(helper * n, axis=-1, keepdims=True),
                         fallback=jnp.array([0.0, 0.0, 1.0], dtype))
-    t2 = jnp.cross(n, t1)
+    t2 = cross(n, t1)
     return jnp.stack([t1, t2, n], axis=-2)
 
 
@@ -95,7 +95,7 @@ def reduce_to_four(points: jax.Array, depth: jax.Array, mask: jax.Array, normal:
     p2 = points[second]
     second_ok = any_valid & (dist2[second] > tolerance**2)
     # twice the signed triangle area: cross(p2 - p1, p - p1) . n = (p - p1) . (n x (p2 - p1))
-    side = jnp.cross(normal, p2 - p1)
+    side = cross(normal, p2 - p1)
     area = coordinate_dot(offset, side)
     third = argmax_packed(jnp.where(mask, area, -big))
     fourth = argmin_packed(jnp.where(mask, area, big))

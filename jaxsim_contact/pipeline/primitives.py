@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..math import argmin_packed, coordinate_dot, safe_norm, safe_normalize
+from ..math import argmin_packed, coordinate_dot, cross, safe_norm, safe_normalize
 from .geoms import GeomData
 from .manifold import Manifold, make_manifold, reduce_to_four
 
@@ -98,7 +98,7 @@ def plane_cylinder(a: GeomData, b: GeomData, margin) -> Manifold:
     radius, half = b.size[0], b.size[1]
     # deepest rim direction: -normal projected on the cap plane (any radial axis if parallel)
     radial = safe_normalize(-normal + axis * (normal @ axis), fallback=b.rot[:, 0])
-    other = jnp.cross(axis, radial)
+    other = cross(axis, radial)
     dirs = jnp.stack([radial, other, -radial, -other])
     caps = jnp.stack([b.pos - half * axis, b.pos + half * axis])
     rim = (caps[:, None, :] + radius * dirs[None, :, :]).reshape(8, 3)
