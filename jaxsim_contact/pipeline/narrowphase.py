@@ -128,14 +128,14 @@ def width_buckets(model: Model, structure: CollisionStructure, group: PairGroup)
     return [np.flatnonzero([k == key for k in keys]) for key in sorted(set(keys))]
 
 
-def _when_near(near: jax.Array, exact):
-    """``exact()`` (batched :class:`Manifold` s) if any of ``near`` ``(P,)`` holds, else zeros of
-    its shapes: the far pairs' manifolds are replaced by their bound in :func:`_candidates`
-    either way. (Zeros, not the bound: every differentiated operand of the cond gets a
-    zero-filled cotangent in reverse mode; Panda step ``jacrev`` 0.255-0.268 -> 0.240 ms.)"""
-    shapes = jax.eval_shape(exact)
-    return jax.lax.cond(jnp.any(near), exact,
-                        lambda: jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes))
+def _when_near(near: jax.Array, exact, like):
+    """``exact()`` (batched :class:`Manifold` s, a pytree shaped like ``like``) if any of ``near``
+    ``(P,)`` holds, else zeros shaped like ``like``: the far pairs' manifolds are replaced by
+    their bound in :func:`_candidates` either way. (Zeros, not the bound itself: ``zeros_like``
+    reads only shapes, so the bound does not become an operand of the cond, whose differentiated
+    operands all get zero-filled cotangents in reverse mode; Panda step ``jacrev``
+    0.255-0.268 -> 0.240 ms.)"""
+    return jax.lax.cond(jnp.any(near), exact, lambda: jax.tree_util.tree_map(jnp.zeros_like, like))
 
 
 def _pair_manifolds(fn, model: Model, structure: CollisionStructure, frames, group: PairGroup,
@@ -147,14 +147,17 @@ def _pair_manifolds(fn, model: Model, structure: CollisionStructure, frames, gro
     has_mesh = GeomType.MESH in (group.type_a, group.type_b)
     closed = has_closed_form(group.type_a, group.type_b)
     buckets = width_buckets(model, structure, group) if has_mesh and closed else []
+    bound = culled.bound(pair_function(group.type_a, group.type_b)[1])
     if group.narrow_budget < group.num_pairs or len(buckets) < 2:
-        return _when_near(culled.near, lambda: jax.vmap(fn)(culled.geoms_a, culled.geoms_b, culled.pair_margin))
+        return _when_near(culled.near, lambda: jax.vmap(fn)(culled.geoms_a, culled.geoms_b, culled.pair_margin),
+                          bound)
     parts = []
     for positions in buckets:
         ga = gather_geoms(model, structure, frames, tuple(group.geom_a[i] for i in positions), group.type_a)
         gb = gather_geoms(model, structure, frames, tuple(group.geom_b[i] for i in positions), group.type_b)
         parts.append(_when_near(culled.near[positions],
-                                lambda ga=ga, gb=gb: jax.vmap(fn)(ga, gb, culled.pair_margin[positions])))
+                                lambda ga=ga, gb=gb: jax.vmap(fn)(ga, gb, culled.pair_margin[positions]),
+                                jax.tree_util.tree_map(lambda x: x[positions], bound)))
     order = np.argsort(np.concatenate(buckets))  # back to pair order (static permutation)
     return jax.tree_util.tree_map(lambda *leaves: jnp.concatenate(leaves)[order], *parts)
 
@@ -369,7 +372,8 @@ def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
         with jax.named_scope("narrow_general_merged"):
             found = _when_near(
                 jnp.concatenate([culled[i].near for i in merged]),
-                lambda: _merged_generic_manifolds(groups, [culled[i] for i in merged]))
+                lambda: _merged_generic_manifolds(groups, [culled[i] for i in merged]),
+                [culled[i].bound(pair_function(g.type_a, g.type_b)[1]) for i, g in zip(merged, groups)])
         manifolds.update(zip(merged, found))
     parts, overflow = [], jnp.zeros((), bool)
     for i, group in enumerate(structure.groups):  # static loop over pair-type groups
