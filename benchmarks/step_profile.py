@@ -77,7 +77,7 @@ def _batched(tree, batch: int):
 
 def _capture_problem(model, state):
     """``(problem, (warm_start, warm_primal))`` of the contact solve at ``state`` (one eager
-    contact stage)."""
+    contact stage, run op by op so that the solve's ``lax.cond`` takes its branch in Python)."""
     captured = {}
     real_solve = constraints_module.solve
 
@@ -88,10 +88,16 @@ def _capture_problem(model, state):
 
     constraints_module.solve = spy
     try:
-        smooth = smooth_dynamics(model, state, jnp.zeros((model.nu,)))  # zero controls, as the step
-        constraints_module.contact_stage(model, state, smooth, model.options.dt)
+        # op by op: the solve sits in a lax.cond (skipped when no slot is active), which would
+        # otherwise trace it and hand the spy tracers
+        with jax.disable_jit():
+            smooth = smooth_dynamics(model, state, jnp.zeros((model.nu,)))  # zero controls, as the step
+            constraints_module.contact_stage(model, state, smooth, model.options.dt)
     finally:
         constraints_module.solve = real_solve
+    if "problem" not in captured:
+        raise ValueError("no constraint slot is active at the profiled state: nothing to solve "
+                         "(try another --settle)")
     return captured["problem"], captured["warm"]
 
 
