@@ -152,9 +152,9 @@ def _gated_contact_stage_jvp(primals, tangents):
     an all-far step (a single environment, MPC) then neither linearises nor transposes the narrow
     phase, the slot selection and the solve. The ``all_far`` branch is rematerialised
     (``jax.checkpoint``) so that it adds no residuals of its own to the cond's. Measured on the
-    Panda (nothing in reach; ``benchmarks/gradients.py`` probe, one core): step ``jacrev``
-    0.253 -> 0.215 ms, ``jacfwd`` 0.298 -> 0.25; half-cheetah, Go2, humanoid (contacts active)
-    unchanged. (The per-group ``_when_near`` conds and the solve's cond inside skip the forward
+    Panda (nothing in reach; the Panda alone in a process, one core): step ``jacrev``
+    0.253 -> 0.21-0.23 ms, ``jacfwd`` 0.298 -> 0.25; half-cheetah, Go2, humanoid (contacts
+    active) unchanged (``benchmarks/results/gradients_gate*.md``). (The per-group ``_when_near`` conds and the solve's cond inside skip the forward
     work; without this gate their transposes' zero cotangents still flowed through the slot
     selection and the narrow phase.)
     """
