@@ -50,7 +50,7 @@ from .mixed import mergeable, mixed_shapes
 from .pairs import CollisionStructure, PairGroup
 
 __all__ = ["PAIR_FUNCTIONS", "has_closed_form", "pair_function", "Candidates", "narrow_phase",
-           "any_pair_near", "max_candidates", "KEY_STRIDE"]
+           "max_candidates", "KEY_STRIDE"]
 
 T = GeomType
 #: (type_a, type_b) with type_a <= type_b  ->  (pair function, points per pair)
@@ -352,16 +352,12 @@ def _merged_generic_manifolds(groups: list[PairGroup], culled: list[_Culled]) ->
 
 
 def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
-                 margin: jax.Array, all_far: bool = False) -> Candidates:
+                 margin: jax.Array) -> Candidates:
     """All candidate contacts of the configuration whose kinematics is ``kin``.
 
     Args:
       model: the scene; structure: its static pair groups; kin: forward kinematics at ``q``;
       margin: scalar contact margin (m), added to the geoms' own margins.
-      all_far: static; the caller knows that no pair is near (:func:`any_pair_near` is false):
-        no pair function is traced and every pair reports its bound — the same values as
-        without the flag in that case (the contact stage's derivative uses it when nothing is
-        in reach).
     Returns:
       :class:`Candidates` of :func:`max_candidates` entries; pairs that are not near report their
       bound and are inactive (module docstring).
@@ -371,10 +367,7 @@ def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
     margin = margin.astype(dtype)
     culled = [_cull(model, structure, frames, g, margin) for g in structure.groups]
     manifolds = {}
-    if all_far:
-        manifolds = {i: c.bound(pair_function(g.type_a, g.type_b)[1])
-                     for i, (g, c) in enumerate(zip(structure.groups, culled))}
-    for merged in ([] if all_far else merged_general_groups(structure)):
+    for merged in merged_general_groups(structure):
         groups = [structure.groups[i] for i in merged]
         with jax.named_scope("narrow_general_merged"):
             found = _when_near(
@@ -396,16 +389,3 @@ def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
                           jnp.zeros((0,), jnp.int32), overflow)
     cat = {k: jnp.concatenate([p[k] for p in parts]) for k in parts[0]}
     return Candidates(overflow=overflow, **cat)
-
-
-def any_pair_near(model: Model, structure: CollisionStructure, kin: Kinematics,
-                  margin: jax.Array) -> jax.Array:
-    """Scalar bool: some pair passes the culling test of :func:`narrow_phase` (its bound is within
-    the pair's margin). When false, no candidate can be active and :func:`narrow_phase` equals
-    its ``all_far=True`` variant."""
-    if not structure.groups:
-        return jnp.zeros((), bool)
-    frames = geom_world_frames(model, kin)
-    margin = margin.astype(kin.body_pos.dtype)
-    return jnp.any(jnp.concatenate([_cull(model, structure, frames, g, margin).near
-                                    for g in structure.groups]))
