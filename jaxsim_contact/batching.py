@@ -1,5 +1,9 @@
 """Branching that stays a branch under ``vmap``, also nested (environments around pairs or cotangents).
 
+:func:`any_in_batch` makes a predicate batch-wide, so that an ordinary ``lax.cond`` on it stays a
+cond under ``vmap``; the branches themselves remain plain JAX (differentiable, transposable), which
+matters where the cond holds derivative work (:mod:`jaxsim_contact.pipeline.constraints`).
+
 ``lax.switch`` / ``lax.cond`` on a traced index become a ``select`` under ``vmap``: every branch
 runs on every lane. Where the branches are ordered so that a higher one is valid wherever a lower
 one is (capacity tiers of a solve, "skip" vs "run with per-lane freezing"), the batch can instead
@@ -23,7 +27,7 @@ import jax
 import jax.custom_batching
 import jax.numpy as jnp
 
-__all__ = ["switch_on_max"]
+__all__ = ["switch_on_max", "any_in_batch"]
 
 
 def switch_on_max(index: jax.Array, branches: Sequence[Callable], *operands):
@@ -62,3 +66,27 @@ def switch_on_max(index: jax.Array, branches: Sequence[Callable], *operands):
 
     return switch(index, tuple(operands))
 
+
+
+@jax.custom_batching.custom_vmap
+def any_in_batch(flag: jax.Array) -> jax.Array:
+    """``flag`` (a bool scalar per lane); under ``vmap``, at every level that batches it, the
+    ``any`` over the batch, unbatched.
+
+    A ``lax.cond`` on ``any_in_batch(p)`` is a cond under ``vmap`` (one branch runs, for every
+    lane: the "some lane needs it" branch must then be valid for all lanes), where a cond on ``p``
+    would become a ``select`` of both branches. Only the predicate goes through ``custom_vmap``
+    (which has no reverse mode in JAX 0.10): branches stay differentiable, unlike a
+    :func:`switch_on_max` whose switch itself is a ``custom_vmap``. Under nested ``vmap`` the
+    result is the ``any`` over every level that batches the flag (the rule re-enters
+    ``any_in_batch`` with its reduction, which an enclosing level reduces again; the predicate
+    is never differentiated, so JAX's JVP of ``custom_vmap`` does not loop on it).
+    """
+    return flag
+
+
+@any_in_batch.def_vmap
+def _any_in_batch_rule(axis_size, in_batched, flag):
+    (batched,) = in_batched
+    # re-entered after the reduction: an enclosing vmap that batches the result reduces it too
+    return (any_in_batch(jnp.any(flag)) if batched else flag), False

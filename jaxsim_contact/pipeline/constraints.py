@@ -24,20 +24,26 @@ contact-free step (seed 001 eq. 2, with MuJoCo's implicit joint damping):
 
 Steps 2–5 sit in a ``lax.cond`` on "some slot is active": with none, ``f = 0`` and ``v⁺ = v_f``
 (and the implicit derivative of an all-inactive problem is ``dλ = 0``), so an unbatched step skips
-them and their derivatives; under ``vmap`` both branches run.
+them and their derivatives; under ``vmap`` the predicate is "some slot active in some
+environment" (:func:`~jaxsim_contact.batching.any_in_batch`). The derivative of the whole stage
+(steps 1–5) has its own gate, a cond on "some pair near or limit active" made batch-wide, which
+also skips the narrow phase's and the slot selection's derivatives, batched or not
+(:func:`_gated_contact_stage_jvp`).
 """
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..batching import any_in_batch
 from ..contact import ContactProblem, solve
 from ..model import ContactData, ErrorFlag, Model, State, error_bit
 from .jacobian import contact_jacobians, limit_rows, limited_joints
 from .manifold import tangent_frame
-from .narrowphase import KEY_STRIDE, max_candidates, narrow_phase
+from .narrowphase import KEY_STRIDE, any_pair_near, max_candidates, narrow_phase
 from .pairs import collision_structure
 
 __all__ = ["default_contact_budget", "contact_slots", "num_constraint_slots", "initial_contact_data",
@@ -106,15 +112,81 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     Returns:
       ``(v_next (nv,), ContactData, error_bits int32)``.
     """
+    nslots = contact_slots(model) + len(_limit_joints(model))
+    if nslots == 0 or model.nv == 0:
+        return (smooth.free_velocity, ContactData.empty(nslots, state.q.dtype, model.nv),
+                jnp.zeros((), jnp.int32))
+    return _gated_contact_stage(model, state, smooth, dt)
+
+
+def _any_slot_in_reach(model: Model, state: State, smooth, dt: jax.Array) -> jax.Array:
+    """Scalar bool: some pair passes culling or some limit slot is active. When false no slot is
+    active, and :func:`_contact_stage` equals its ``all_far=True`` variant."""
+    dtype = state.q.dtype
+    margin = model.options.contact_margin.astype(dtype)
+    in_reach = jnp.zeros((), bool)
+    if contact_slots(model):
+        in_reach = any_pair_near(model, collision_structure(model), smooth.kinematics, margin)
+    joints = _limit_joints(model)
+    if joints:
+        limit_distance, sign, dof = limit_rows(model, state.q, joints)
+        limit_approach = jnp.maximum(-sign * state.v[dof], 0.0)
+        in_reach = in_reach | jnp.any(limit_distance <= margin + dt * limit_approach)
+    return in_reach
+
+
+@eqx.filter_custom_jvp
+def _gated_contact_stage(model: Model, state: State, smooth, dt: jax.Array):
+    return _contact_stage(model, state, smooth, dt, all_far=False)
+
+
+@_gated_contact_stage.def_jvp
+def _gated_contact_stage_jvp(primals, tangents):
+    """The contact stage's derivative, skipped when nothing is in reach (values unchanged).
+
+    With no pair near and no limit active, no slot is active: ``v⁺ = v_f`` and the implicit
+    derivative of the all-inactive problem is ``dλ = 0``, so the stage's derivative is that of
+    its ``all_far`` variant — bounds instead of pair functions, no solve — and exact. Both
+    derivatives sit in one ``lax.cond`` on "some slot in reach" made batch-wide by
+    :func:`~jaxsim_contact.batching.any_in_batch`, so that it stays a cond under ``vmap`` (a
+    ``select`` would run both) and also in reverse mode, where it is transposed with its branch:
+    an all-far step (a single environment, MPC) then neither linearises nor transposes the narrow
+    phase, the slot selection and the solve. The ``all_far`` branch is rematerialised
+    (``jax.checkpoint``) so that it adds no residuals of its own to the cond's. Measured on the
+    Panda (nothing in reach; ``benchmarks/gradients.py`` probe, one core): step ``jacrev``
+    0.253 -> 0.215 ms, ``jacfwd`` 0.298 -> 0.25; half-cheetah, Go2, humanoid (contacts active)
+    unchanged. (The per-group ``_when_near`` conds and the solve's cond inside skip the forward
+    work; without this gate their transposes' zero cotangents still flowed through the slot
+    selection and the narrow phase.) Those inner conds take batch-wide predicates as well: with
+    ``grad`` outside ``vmap`` (a loss over a batch of rollouts) JAX batches this rule's jaxpr
+    before transposing it, and a cond on tangents with a per-environment predicate would become
+    a select whose ``stop_gradient`` operands have no transpose.
+    """
+    def branch(all_far: bool):
+        def differentiate(primals, tangents):
+            out, out_tangents = eqx.filter_jvp(lambda *args: _contact_stage(*args, all_far=all_far),
+                                               primals, tangents)
+            # cond branches need one output structure: zeros for the tangents filter_jvp left out
+            dense = jax.tree_util.tree_map(
+                lambda x, dx: (jnp.zeros_like(x) if dx is None else dx) if eqx.is_inexact_array(x) else None,
+                out, out_tangents)
+            return out, dense
+        return differentiate
+
+    in_reach = any_in_batch(_any_slot_in_reach(*primals))
+    return jax.lax.cond(in_reach, branch(False), jax.checkpoint(branch(True)), primals, tangents)
+
+
+def _contact_stage(model: Model, state: State, smooth, dt: jax.Array, all_far: bool):
+    """:func:`contact_stage`; ``all_far`` (static): the caller knows that nothing is in reach
+    (:func:`_any_slot_in_reach` is false), so the narrow phase reports bounds and there is no
+    solve — the same values in that case."""
     q, v = state.q, state.v
     dtype = q.dtype
     opts = model.options
     budget = contact_slots(model)
     joints = _limit_joints(model)
     nslots = budget + len(joints)
-    if nslots == 0 or model.nv == 0:
-        return (smooth.free_velocity, ContactData.empty(nslots, dtype, model.nv),
-                jnp.zeros((), jnp.int32))
     kin, axes = smooth.kinematics, smooth.motion_axes
     margin = opts.contact_margin.astype(dtype)
 
@@ -123,7 +195,7 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
     overflow = jnp.zeros((), bool)
     if budget:
         with jax.named_scope("narrow_phase"):
-            cands = narrow_phase(model, collision_structure(model), kin, margin)
+            cands = narrow_phase(model, collision_structure(model), kin, margin, all_far)
         index, over = _select_contacts(cands, budget)
         overflow = over | cands.overflow
         take = lambda x: x[index]  # noqa: E731
@@ -256,17 +328,24 @@ def contact_stage(model: Model, state: State, smooth, dt: jax.Array):
 
     # A cond, not a select: an unbatched step (a single environment, MPC, a step Jacobian) with no
     # slot in reach skips the Jacobians, the Delassus matrix, the solve and their (all-zero)
-    # derivatives. Under vmap the predicate is batched and JAX runs both branches (the second is
-    # trivial). (A cond around the narrow phase too, on "some pair is near", saved little more
-    # unbatched and cost the Go2 at batch 256 ~30 % under vmap.)
-    # Not skipped: the narrow phase's and the slot selection's transposes, which run on zero
-    # cotangents when no slot is active (Panda jacrev 0.27 ms, 0.20 with the narrow phase under
-    # stop_gradient). Gating them needs their linearisation inside a cond, i.e. a custom_jvp whose
-    # rule holds a cond on tangents; tried (session 32: 0.27 -> 0.24 ms unbatched), but under vmap
-    # JAX turns such a cond into a select whose operands pass through stop_gradient, which has no
-    # transpose: grad of a vmapped step then raises NotImplementedError.
-    v_next, active, force, generalized_force, iterations, criterion, solved = jax.lax.cond(
-        jnp.any(geometric_active), solve_slots, no_active_slot)
+    # derivatives. Its predicate is batch-wide (any_in_batch): under vmap a per-environment one
+    # would make the cond a select whose operands pass through stop_gradient, which has no
+    # transpose inside _gated_contact_stage_jvp (grad of a vmapped step); a batch with no active
+    # slot anywhere skips the solve too. When some environment has one, every environment solves
+    # and those without an active slot take no_active_slot's outputs per lane (the solve of an
+    # all-inactive problem gives λ = 0 as well; the select keeps its statistics out).
+    # (A cond around the narrow phase too, on "some pair is near", saved little more unbatched and
+    # cost the Go2 at batch 256 ~30 % under vmap.)
+    def solve_where_active():
+        some_active = jnp.any(geometric_active)
+        return jax.tree_util.tree_map(lambda solved, skipped: jnp.where(some_active, solved, skipped),
+                                      solve_slots(), no_active_slot())
+
+    if all_far:
+        v_next, active, force, generalized_force, iterations, criterion, solved = no_active_slot()
+    else:
+        v_next, active, force, generalized_force, iterations, criterion, solved = jax.lax.cond(
+            any_in_batch(jnp.any(geometric_active)), solve_where_active, no_active_slot)
     any_active = jnp.any(active)
     converged = solved | ~any_active
     penetration = jnp.max(jnp.where(geometric_active & is_contact, -distance, 0.0), initial=0.0)

@@ -11,7 +11,10 @@ DESIGN §2 stages 2–3. For every static :class:`~.pairs.PairGroup`:
    which it was measured and the midpoint of the bounding volumes' closest points — so every
    vmapped pair-function call sits in a ``lax.cond`` on "some pair of this call is near": an
    unbatched step (MPC, a single-environment Jacobian) skips the exact test of far groups as
-   MuJoCo's broad phase does, while under ``vmap`` the cond becomes a select and both run;
+   MuJoCo's broad phase does; under ``vmap`` its predicate is "some pair near in some
+   environment" (:func:`~jaxsim_contact.batching.any_in_batch`), so a batch skips a group that is
+   far in every environment, and the cond never becomes a select (whose stop_gradient operands
+   have no transpose inside the contact stage's derivative rule);
 2. **pair function** — the registered closed form for the group's types (:mod:`.primitives`,
    :mod:`.box_box`) or the GJK/EPA fallback (:mod:`.generic`), vmapped over the group's pairs,
    each returning a manifold of ``K ≤ 4`` points. Mesh hulls are padded to a common vertex count
@@ -37,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..batching import any_in_batch
 from ..dynamics.kinematics import Kinematics
 from ..math import Transform, safe_norm, safe_normalize
 from ..model import Model
@@ -50,7 +54,7 @@ from .mixed import mergeable, mixed_shapes
 from .pairs import CollisionStructure, PairGroup
 
 __all__ = ["PAIR_FUNCTIONS", "has_closed_form", "pair_function", "Candidates", "narrow_phase",
-           "max_candidates", "KEY_STRIDE"]
+           "any_pair_near", "max_candidates", "KEY_STRIDE"]
 
 T = GeomType
 #: (type_a, type_b) with type_a <= type_b  ->  (pair function, points per pair)
@@ -130,12 +134,16 @@ def width_buckets(model: Model, structure: CollisionStructure, group: PairGroup)
 
 def _when_near(near: jax.Array, exact, like):
     """``exact()`` (batched :class:`Manifold` s, a pytree shaped like ``like``) if any of ``near``
-    ``(P,)`` holds, else zeros shaped like ``like``: the far pairs' manifolds are replaced by
-    their bound in :func:`_candidates` either way. (Zeros, not the bound itself: ``zeros_like``
-    reads only shapes, so the bound does not become an operand of the cond, whose differentiated
-    operands all get zero-filled cotangents in reverse mode; Panda step ``jacrev``
-    0.255-0.268 -> 0.240 ms.)"""
-    return jax.lax.cond(jnp.any(near), exact, lambda: jax.tree_util.tree_map(jnp.zeros_like, like))
+    ``(P,)`` holds (under ``vmap``: in any environment of the batch), else zeros shaped like
+    ``like`` (a pytree of ``jax.ShapeDtypeStruct``): the far pairs' manifolds are replaced by
+    their bound in :func:`_candidates` either way. (Zeros, not the bound itself: the bound does
+    not become an operand of the cond, whose differentiated operands all get zero-filled
+    cotangents in reverse mode; Panda step ``jacrev`` 0.255-0.268 -> 0.240 ms.)"""
+    # batch-wide predicate: under vmap a per-environment one would make this cond a select whose
+    # operands pass through stop_gradient, which cannot be transposed inside the contact stage's
+    # derivative rule (constraints._gated_contact_stage_jvp: grad of a vmapped step)
+    return jax.lax.cond(any_in_batch(jnp.any(near)), exact,
+                        lambda: jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype), like))
 
 
 def _pair_manifolds(fn, model: Model, structure: CollisionStructure, frames, group: PairGroup,
@@ -147,17 +155,20 @@ def _pair_manifolds(fn, model: Model, structure: CollisionStructure, frames, gro
     has_mesh = GeomType.MESH in (group.type_a, group.type_b)
     closed = has_closed_form(group.type_a, group.type_b)
     buckets = width_buckets(model, structure, group) if has_mesh and closed else []
-    bound = culled.bound(pair_function(group.type_a, group.type_b)[1])
+    # shapes only: the far branch's zeros (the bound's values are taken in _candidates)
+    points = pair_function(group.type_a, group.type_b)[1]
+    like = jax.eval_shape(lambda: culled.bound(points))
     if group.narrow_budget < group.num_pairs or len(buckets) < 2:
         return _when_near(culled.near, lambda: jax.vmap(fn)(culled.geoms_a, culled.geoms_b, culled.pair_margin),
-                          bound)
+                          like)
     parts = []
     for positions in buckets:
         ga = gather_geoms(model, structure, frames, tuple(group.geom_a[i] for i in positions), group.type_a)
         gb = gather_geoms(model, structure, frames, tuple(group.geom_b[i] for i in positions), group.type_b)
         parts.append(_when_near(culled.near[positions],
                                 lambda ga=ga, gb=gb: jax.vmap(fn)(ga, gb, culled.pair_margin[positions]),
-                                jax.tree_util.tree_map(lambda x: x[positions], bound)))
+                                jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(
+                                    (len(positions),) + x.shape[1:], x.dtype), like)))
     order = np.argsort(np.concatenate(buckets))  # back to pair order (static permutation)
     return jax.tree_util.tree_map(lambda *leaves: jnp.concatenate(leaves)[order], *parts)
 
@@ -352,12 +363,16 @@ def _merged_generic_manifolds(groups: list[PairGroup], culled: list[_Culled]) ->
 
 
 def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
-                 margin: jax.Array) -> Candidates:
+                 margin: jax.Array, all_far: bool = False) -> Candidates:
     """All candidate contacts of the configuration whose kinematics is ``kin``.
 
     Args:
       model: the scene; structure: its static pair groups; kin: forward kinematics at ``q``;
       margin: scalar contact margin (m), added to the geoms' own margins.
+      all_far: static; the caller knows that no pair is near (:func:`any_pair_near` is false):
+        no pair function is traced and every pair reports its bound — the same values as
+        without the flag in that case (the contact stage's derivative uses it when nothing is
+        in reach).
     Returns:
       :class:`Candidates` of :func:`max_candidates` entries; pairs that are not near report their
       bound and are inactive (module docstring).
@@ -367,13 +382,17 @@ def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
     margin = margin.astype(dtype)
     culled = [_cull(model, structure, frames, g, margin) for g in structure.groups]
     manifolds = {}
-    for merged in merged_general_groups(structure):
+    if all_far:
+        manifolds = {i: c.bound(pair_function(g.type_a, g.type_b)[1])
+                     for i, (g, c) in enumerate(zip(structure.groups, culled))}
+    for merged in ([] if all_far else merged_general_groups(structure)):
         groups = [structure.groups[i] for i in merged]
         with jax.named_scope("narrow_general_merged"):
             found = _when_near(
                 jnp.concatenate([culled[i].near for i in merged]),
                 lambda: _merged_generic_manifolds(groups, [culled[i] for i in merged]),
-                [culled[i].bound(pair_function(g.type_a, g.type_b)[1]) for i, g in zip(merged, groups)])
+                [jax.eval_shape(lambda c=culled[i], k=pair_function(g.type_a, g.type_b)[1]: c.bound(k))
+                 for i, g in zip(merged, groups)])
         manifolds.update(zip(merged, found))
     parts, overflow = [], jnp.zeros((), bool)
     for i, group in enumerate(structure.groups):  # static loop over pair-type groups
@@ -389,3 +408,16 @@ def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
                           jnp.zeros((0,), jnp.int32), overflow)
     cat = {k: jnp.concatenate([p[k] for p in parts]) for k in parts[0]}
     return Candidates(overflow=overflow, **cat)
+
+
+def any_pair_near(model: Model, structure: CollisionStructure, kin: Kinematics,
+                  margin: jax.Array) -> jax.Array:
+    """Scalar bool: some pair passes the culling test of :func:`narrow_phase` (its bound is within
+    the pair's margin). When false, no candidate can be active and :func:`narrow_phase` equals
+    its ``all_far=True`` variant."""
+    if not structure.groups:
+        return jnp.zeros((), bool)
+    frames = geom_world_frames(model, kin)
+    margin = margin.astype(kin.body_pos.dtype)
+    return jnp.any(jnp.concatenate([_cull(model, structure, frames, g, margin).near
+                                    for g in structure.groups]))
