@@ -39,6 +39,7 @@ MJX differentiates through its solver's ``while_loop`` in forward mode only; rev
 ``while_loop``-free graph), which is what its column uses — the table says so.
 
     taskset -c 1 python benchmarks/gradients.py [--scenes half_cheetah go2] [--repeats 3]
+    python benchmarks/gradients.py --one-process   # all scenes in one process (default: one each)
     python benchmarks/gradients.py --skip panda:mjx   # XLA's compile of MJX's Panda step OOMs
 
 Writes ``benchmarks/results/gradients.json`` and ``gradients.md``.
@@ -50,7 +51,9 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -334,6 +337,10 @@ def main(argv=None):
     parser.add_argument("--skip", nargs="*", default=[], metavar="SCENE:ENGINE",
                         help="pairs not to run, reported as skipped (e.g. panda:mjx: XLA's compile "
                              "of MJX's Panda step outgrows 24 GiB and is killed)")
+    parser.add_argument("--one-process", action="store_true",
+                        help="measure every scene in this process (default: one child process per "
+                             "scene, see _run_scenes_apart)")
+    parser.add_argument("--out-dir", default=str(HERE / "results"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     engines = {"ours": bench_ours, "mjx": bench_mjx}
     skip = set()
@@ -347,10 +354,19 @@ def main(argv=None):
                 horizon=HORIZON, repeats=args.repeats, fd_step=args.fd_step,
                 loadavg_start=[round(x, 2) for x in os.getloadavg()])
     rows = []
-    out_dir = HERE / "results"
+    out_dir = Path(args.out_dir)
     out_dir.mkdir(exist_ok=True)
+    selected = [name for name in scenes(args.settle) if not args.scenes or name in args.scenes]
+    if len(selected) > 1 and not args.one_process:
+        meta["scene_processes"] = "one per scene"
+        rows = _run_scenes_apart(selected, args)
+        meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+        (out_dir / f"{args.out}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
+        (out_dir / f"{args.out}.md").write_text(markdown(meta, rows, argv))
+        print((out_dir / f"{args.out}.md").read_text())
+        return
     for name, (mj, qpos, qvel) in scenes(args.settle).items():
-        if args.scenes and name not in args.scenes:
+        if name not in selected:
             continue
         row = dict(scene=name, nq=int(mj.nq), nv=int(mj.nv), nu=int(mj.nu))
         rows.append(row)
@@ -370,6 +386,32 @@ def main(argv=None):
     print((out_dir / f"{args.out}.md").read_text())
 
 
+def _run_scenes_apart(names, args) -> list:
+    """The rows of ``names``, each measured by this script in a child process of its own.
+
+    Measurements of one scene depend on what ran before it in the process: the Panda's step
+    ``jacrev`` took 0.23 ms in a process of its own, 0.27 after the half-cheetah's programs and
+    0.29 after the half-cheetah's and the humanoid's (session 34, same code; not explained —
+    XLA:CPU's runtime state, allocator or caches). One process per scene makes each row
+    independent of the scene order."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            child = [sys.executable, __file__, "--one-process", "--scenes", name, "--out", name,
+                     "--out-dir", tmp, "--engines", *args.engines, "--repeats", str(args.repeats),
+                     "--settle", str(args.settle), "--fd-step", repr(args.fd_step),
+                     "--skip-over", repr(args.skip_over)]
+            child += ["--skip", *args.skip] if args.skip else []
+            child += ["--all-cores"] if args.all_cores else []
+            done = subprocess.run(child)
+            result = Path(tmp) / f"{name}.json"
+            if result.exists():
+                rows += json.loads(result.read_text())["rows"]
+            else:
+                rows.append(dict(scene=name, nv="—", ours=dict(error=f"child process exited with {done.returncode}")))
+    return rows
+
+
 def _ms(r, key):
     v = r.get(key) if isinstance(r, dict) else None
     return "—" if v is None else f"{1e3 * v:.2f}"
@@ -387,7 +429,8 @@ def markdown(meta, rows, argv) -> str:
         f"`python benchmarks/gradients.py {' '.join(argv or sys.argv[1:])}` — {meta['date']}, "
         f"{meta['cpus']} CPUs ({meta['machine']}; process pinned to {meta['cores_used']}), jax {meta['jax']}, "
         f"mujoco {meta['mujoco']}; one environment, float64, median of {meta['repeats']} blocked calls; "
-        f"load average {meta['loadavg_start']} → {meta.get('loadavg_end')}.",
+        f"load average {meta['loadavg_start']} → {meta.get('loadavg_end')}"
+        + ("; each scene in a process of its own." if meta.get("scene_processes") else "."),
         "",
         "Ours: hard NCP contact (ADMM, default options), implicit contact derivatives. MJX: its soft "
         "contact, autodiff through its solver (step Jacobian: forward mode through the solver "

@@ -127,21 +127,21 @@ def test_a_batch_mixing_far_and_touching_environments_is_exact():
     assert "cond[" in str(jax.make_jaxpr(jax.vmap(jax.jacrev(GATED)))(far))
 
 
-def test_reverse_mode_around_a_vmapped_stage():
-    # jacrev outside vmap (a loss over a batch of rollouts): vmap batches the rule's jaxpr before
+def test_reverse_mode_around_nested_vmapped_stages():
+    # grad outside vmap (a loss over a batch of rollouts): vmap batches the rule's jaxpr before
     # reverse mode transposes it, so no cond on tangents inside the rule may become a select
-    # (whose stop_gradient operands have no transpose); also with two nested vmap levels
-    mixed = jnp.stack(list(CONFIGURATIONS.values()))
+    # (whose stop_gradient operands have no transpose). Two nested vmap levels, one program: a
+    # batch with something in reach in one group (every environment takes the exact branch) and
+    # one with nothing in reach anywhere (all take the all_far branch).
+    _model()  # loaded (and cached) outside the traces below
     far = jnp.stack([CONFIGURATIONS["nothing in reach"], _x(2.0, 0.3), _x(1.5, -0.5)])
-    around = jax.jit(jax.jacrev(jax.vmap(GATED)))
-    for xs in (mixed, far):
-        out = around(xs)
-        for i, x in enumerate(xs):
-            np.testing.assert_allclose(out[i, :, i], JACFWD[False](x), rtol=0, atol=1e-9)
-    nested = jnp.stack([far, mixed])  # (2 groups, 3 environments, n)
-    grad = jax.jit(jax.grad(lambda xs: jnp.sum(jax.vmap(jax.vmap(GATED))(xs) ** 2)))(nested)
-    for g, x in zip(grad.reshape(6, -1), nested.reshape(6, -1)):
-        np.testing.assert_allclose(g, 2 * JACFWD[False](x).T @ VALUE(x), rtol=0, atol=1e-8)
+    mixed = jnp.stack(list(CONFIGURATIONS.values()))
+    grad = jax.jit(jax.grad(lambda xs: jnp.sum(jax.vmap(jax.vmap(GATED))(xs) ** 2)))
+    assert "cond[" in str(jax.make_jaxpr(grad)(jnp.stack([far, far])))
+    for nested in (jnp.stack([far, mixed]), jnp.stack([far, far[::-1]])):  # (2 groups, 3 envs, n)
+        out = grad(nested)
+        for g, x in zip(out.reshape(6, -1), nested.reshape(6, -1)):
+            np.testing.assert_allclose(g, 2 * JACFWD[False](x).T @ VALUE(x), rtol=0, atol=1e-8)
 
 
 def test_second_derivatives_through_the_gate():
