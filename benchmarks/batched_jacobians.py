@@ -4,6 +4,10 @@ For each scene of ``gradients.py`` (same start states), the full step Jacobian
 ``∂v⁺/∂(q, v, τ)`` by ``jax.jacrev`` and ``jax.jacfwd``: unbatched, and ``jax.vmap``-ed over a
 batch of 1 and of ``--batch`` environments (start states perturbed by 1e-4), next to one forward
 step. Per-env time = call time / batch; median of ``--repeats`` blocked calls, compile excluded.
+Also one step and central finite differences (``2 (nq + nv + nu)`` perturbed steps in one
+``vmap``, as ``gradients.py``) unbatched and over the batch, and the issue's ratios per
+environment at both sizes (``*_over_*`` columns: ratios, not ms) — a batch amortises per-kernel
+overhead that a single environment pays, so the two sizes can land on opposite sides of a target.
 A vmapped Jacobian should cost no more per environment than the unbatched one: nested ``vmap``
 (environments around ``jacrev``'s cotangents or ``jacfwd``'s tangents) once turned the implicit
 rule's tiered solve into a ``select`` over every tier (``jaxsim_contact.batching``).
@@ -30,6 +34,7 @@ import numpy as np
 import jaxsim_contact as jc
 
 HERE = Path(__file__).resolve().parent
+FD_STEP = 1e-6
 
 
 def measure(mj, qpos, qvel, batch: int, repeats: int) -> dict:
@@ -40,10 +45,16 @@ def measure(mj, qpos, qvel, batch: int, repeats: int) -> dict:
         return next_state(y).v
 
     xs = x[None] + 1e-4 * jnp.asarray(np.random.default_rng(0).normal(size=(batch, x.shape[0])))
+    def fd(y):  # central differences as gradients.py: 2n perturbed steps in one vmap
+        return jax.vmap(f)(G._fd_inputs(y, FD_STEP))
+
     cases = {
         "step": (jax.jit(f), x, 1),
         "jacrev": (jax.jit(jax.jacrev(f)), x, 1),
         "jacfwd": (jax.jit(jax.jacfwd(f)), x, 1),
+        "fd": (jax.jit(fd), x, 1),
+        f"vmap{batch}_step": (jax.jit(jax.vmap(f)), xs, batch),
+        f"vmap{batch}_fd": (jax.jit(jax.vmap(fd)), xs, batch),
         "vmap1_jacrev": (jax.jit(jax.vmap(jax.jacrev(f))), x[None], 1),
         "vmap1_jacfwd": (jax.jit(jax.vmap(jax.jacfwd(f))), x[None], 1),
         f"vmap{batch}_jacrev": (jax.jit(jax.vmap(jax.jacrev(f))), xs, batch),
@@ -56,6 +67,12 @@ def measure(mj, qpos, qvel, batch: int, repeats: int) -> dict:
         if name.startswith("vmap1"):  # the batch of one must be the unbatched Jacobian
             unbatched = values[name.removeprefix("vmap1_")]
             out[name]["max_abs_vs_unbatched"] = float(jnp.max(jnp.abs(values[name][0] - unbatched)))
+    # the ratios per environment, unbatched and at the batch size
+    for prefix, size in (("", 1), (f"vmap{batch}_", batch)):
+        modes = ("jacrev", "jacfwd")
+        jac = min(out[(f"vmap{batch}_" if size > 1 else "") + m]["per_env_ms"] for m in modes)
+        out[f"{prefix}jacobian_over_step"] = dict(per_env_ms=jac / out[f"{prefix}step"]["per_env_ms"])
+        out[f"{prefix}fd_over_jacobian"] = dict(per_env_ms=out[f"{prefix}fd"]["per_env_ms"] / jac)
     return out
 
 
@@ -77,7 +94,7 @@ def main():
             print(name, {k: round(v["per_env_ms"], 3) for k, v in rows[name].items()}, flush=True)
     meta["loadavg_end"] = [round(v, 2) for v in os.getloadavg()]
     cols = list(next(iter(rows.values())))
-    lines = ["# Step Jacobians under vmap: per-environment cost (ms)", "",
+    lines = ["# Step Jacobians under vmap: per-environment cost (ms; `*_over_*` columns are ratios)", "",
              f"`{meta['command']}` — {meta['date']}, jax {meta['jax']}, one pinned core, float64, "
              f"median of {args.repeats}; load average {meta['loadavg_start']} → {meta['loadavg_end']}.", "",
              "| scene | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]

@@ -371,11 +371,9 @@ def main(argv=None):
         row = dict(scene=name, nq=int(mj.nq), nv=int(mj.nv), nu=int(mj.nu))
         rows.append(row)
         for engine in args.engines:
-            if (name, engine) in skip:
-                row[engine] = dict(error="skipped (--skip)")
-                continue
-            try:
-                row[engine] = engines[engine](mj, qpos, qvel, args.repeats, args.fd_step, args.skip_over)
+            try:  # (a skipped pair is written too: a child process's rows come from its file)
+                row[engine] = (dict(error="skipped (--skip)") if (name, engine) in skip else
+                               engines[engine](mj, qpos, qvel, args.repeats, args.fd_step, args.skip_over))
             except Exception as err:  # noqa: BLE001 - a peer that cannot run a scene is reported
                 row[engine] = dict(error=f"{type(err).__name__}: {err}"[:300])
             print(name, engine, {k: (round(v, 5) if isinstance(v, float) else v)
