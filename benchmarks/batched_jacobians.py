@@ -45,6 +45,7 @@ def measure(mj, qpos, qvel, batch: int, repeats: int) -> dict:
         return next_state(y).v
 
     xs = x[None] + 1e-4 * jnp.asarray(np.random.default_rng(0).normal(size=(batch, x.shape[0])))
+
     def fd(y):  # central differences as gradients.py: 2n perturbed steps in one vmap
         return jax.vmap(f)(G._fd_inputs(y, FD_STEP))
 
@@ -68,9 +69,8 @@ def measure(mj, qpos, qvel, batch: int, repeats: int) -> dict:
             unbatched = values[name.removeprefix("vmap1_")]
             out[name]["max_abs_vs_unbatched"] = float(jnp.max(jnp.abs(values[name][0] - unbatched)))
     # the ratios per environment, unbatched and at the batch size
-    for prefix, size in (("", 1), (f"vmap{batch}_", batch)):
-        modes = ("jacrev", "jacfwd")
-        jac = min(out[(f"vmap{batch}_" if size > 1 else "") + m]["per_env_ms"] for m in modes)
+    for prefix in ("", f"vmap{batch}_"):
+        jac = min(out[prefix + mode]["per_env_ms"] for mode in ("jacrev", "jacfwd"))
         out[f"{prefix}jacobian_over_step"] = dict(per_env_ms=jac / out[f"{prefix}step"]["per_env_ms"])
         out[f"{prefix}fd_over_jacobian"] = dict(per_env_ms=out[f"{prefix}fd"]["per_env_ms"] / jac)
     return out

@@ -356,18 +356,17 @@ def main(argv=None):
     rows = []
     out_dir = Path(args.out_dir)
     out_dir.mkdir(exist_ok=True)
-    selected = [name for name in scenes(args.settle) if not args.scenes or name in args.scenes]
-    if len(selected) > 1 and not args.one_process:
+    measured = {name: scene for name, scene in scenes(args.settle).items()
+                if not args.scenes or name in args.scenes}
+    if len(measured) > 1 and not args.one_process:
         meta["scene_processes"] = "one per scene"
-        rows = _run_scenes_apart(selected, args)
+        rows = _run_scenes_apart(list(measured), args)
         meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         (out_dir / f"{args.out}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
         (out_dir / f"{args.out}.md").write_text(markdown(meta, rows, argv))
         print((out_dir / f"{args.out}.md").read_text())
         return
-    for name, (mj, qpos, qvel) in scenes(args.settle).items():
-        if name not in selected:
-            continue
+    for name, (mj, qpos, qvel) in measured.items():  # scenes built (and settled) once
         row = dict(scene=name, nq=int(mj.nq), nv=int(mj.nv), nu=int(mj.nu))
         rows.append(row)
         for engine in args.engines:
