@@ -4,8 +4,9 @@ Public names follow the contract in DESIGN §5. Importing the package never chan
 configuration (enable float64 yourself with ``jax.config.update("jax_enable_x64", True)``).
 """
 
-from . import collision, contact, dynamics, geometry, io, pipeline, scenes, viz
+from . import collision, constraints, contact, dynamics, geometry, io, scenes, testing, viz
 from . import envs
+from . import pipeline  # deprecated alias of the former namespace (DeprecationWarning on use)
 from .dynamics import (
     bias_forces,
     body_poses,
@@ -33,8 +34,8 @@ from .math import Transform
 from .io import load
 from .model import ContactData, ErrorFlag, Model, Options, State
 from .types import GeomType, JointType
+from ._version import __version__
 
-__version__ = "0.1.0"
 
 __all__ = [
     "__version__",
@@ -44,7 +45,8 @@ __all__ = [
     "dynamics",
     "envs",
     "io",
-    "pipeline",
+    "constraints",
+    "testing",
     "scenes",
     "viz",
     "ContactData",

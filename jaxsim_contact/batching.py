@@ -2,7 +2,7 @@
 
 :func:`any_in_batch` makes a predicate batch-wide, so that an ordinary ``lax.cond`` on it stays a
 cond under ``vmap``; the branches themselves remain plain JAX (differentiable, transposable), which
-matters where the cond holds derivative work (:mod:`jaxsim_contact.pipeline.constraints`).
+matters where the cond holds derivative work (:mod:`jaxsim_contact.constraints.stage`).
 
 ``lax.switch`` / ``lax.cond`` on a traced index become a ``select`` under ``vmap``: every branch
 runs on every lane. Where the branches are ordered so that a higher one is valid wherever a lower

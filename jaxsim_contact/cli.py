@@ -27,6 +27,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxsim_contact as jc
+from jaxsim_contact.dynamics import kinetic_energy, potential_energy
+
 __all__ = ["main", "demo", "collide", "simulate", "DEMO_SHAPES", "DEFAULT_PAIRS", "build_parser"]
 
 #: built-in shape names used by ``demo``
@@ -39,11 +46,6 @@ VARIANTS = ("vanilla", "polyak", "nesterov")
 
 def _demo_shape(name: str):
     """A built-in shape of roughly 0.2–0.4 m, by name."""
-    import jax.numpy as jnp
-    import numpy as np
-
-    import jaxsim_contact as jc
-
     if name == "sphere":
         return jc.Sphere(0.3)
     if name == "box":
@@ -102,13 +104,6 @@ def simulate(model, steps: int = 1000, batch: int = 1, out_html=None, out=None,
     start and the end, mean solver iterations and the worst solver residual, error bits; writes the
     HTML replay of copy 0 to ``out_html`` when given. Returns the summary as a dict.
     """
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-
-    import jaxsim_contact as jc
-    from jaxsim_contact.dynamics import kinetic_energy, potential_energy
-
     out = sys.stdout if out is None else out
     dtype = model.dtype
     rng = np.random.default_rng(0)
@@ -147,8 +142,8 @@ def simulate(model, steps: int = 1000, batch: int = 1, out_html=None, out=None,
         finite=bool(jnp.all(jnp.isfinite(final.q))),
     )
     print(f"scene       {Path(model.source).name or 'embedded'}: {model.nbody - 1} bodies, nv={model.nv}, "
-          f"{sum(g.num_pairs for g in jc.pipeline.collision_structure(model).groups)} candidate pairs, "
-          f"{jc.pipeline.num_constraint_slots(model)} constraint slots", file=out)
+          f"{sum(g.num_pairs for g in jc.collision.collision_structure(model).groups)} candidate pairs, "
+          f"{jc.constraints.num_constraint_slots(model)} constraint slots", file=out)
     print(f"run         {steps} steps x {batch} envs, dt={float(model.options.dt):g} s, "
           f"dtype {jnp.dtype(dtype).name}, backend {jax.default_backend()}", file=out)
     print(f"compile     {compile_s:.1f} s", file=out)
@@ -170,8 +165,6 @@ def simulate(model, steps: int = 1000, batch: int = 1, out_html=None, out=None,
 def demo(steps: int = 1000, batch: int = 1, out_html="jaxsim_contact_demo.html", out=None) -> dict:
     """Simulate the embedded default scene (:func:`jaxsim_contact.scenes.demo_scene`): boxes,
     spheres, a capsule and a convex mesh dropped on a plane; see :func:`simulate`."""
-    import jaxsim_contact as jc
-
     return simulate(jc.scenes.load("demo"), steps, batch, out_html, out)
 
 
@@ -203,12 +196,6 @@ def collide(
       One dict per row: ``pair``, ``target``, ``distance`` (first variant), ``iterations``
       ``{variant: int}``, ``us_per_query`` ``{variant: float}``, ``converged`` (all variants).
     """
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-
-    import jaxsim_contact as jc
-
     out = sys.stdout if out is None else out
     pairs = [tuple(p.split("-")) if isinstance(p, str) else tuple(p) for p in (pairs or DEFAULT_PAIRS)]
     distances = tuple(float(d) for d in distances)
@@ -361,8 +348,6 @@ def main(argv=None) -> int:
     if args.command == "bench":
         return _bench(args)
 
-    import jax
-
     jax.config.update("jax_enable_x64", not args.float32)
     if not args.no_cache:
         cache = os.environ.get("JAXSIM_CONTACT_CACHE", str(Path.home() / ".cache" / "jaxsim_contact" / "jax"))
@@ -372,11 +357,9 @@ def main(argv=None) -> int:
         demo(args.steps, args.batch, args.out or None)
         return 0
     if args.command == "simulate":
-        import jaxsim_contact as jc
-
         model = jc.load(args.file, floating_base=args.floating_base)
         if args.floor:
-            model = jc.pipeline.add_floor(model)
+            model = jc.io.add_floor(model)
         simulate(model, args.steps, args.batch, args.out or None)
         return 0
     pairs = args.pairs

@@ -26,9 +26,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .types import GeomType, JointType
+from .contact.defaults import default_step_solver
+from .contact.implicit import GRADIENTS, Gradient
+from .contact.randomized import RandomizedSmoothing
+from .contact.relaxed import RelaxedComplementarity
+from .contact.solver import ContactSolver
+from .types import Choice, GeomType, JointType
 
-__all__ = ["KinematicTree", "Options", "Model", "State", "ContactData", "ErrorFlag"]
+__all__ = ["KinematicTree", "Options", "Integrator", "Model", "State", "ContactData", "ErrorFlag"]
 
 
 @dataclasses.dataclass(frozen=True, eq=True)
@@ -162,33 +167,30 @@ class KinematicTree:
         return slots
 
 
-def _default_solver():
-    from .contact.admm import ADMM
-
-    # Cholesky refactored every 10 iterations (ρ adapts per epoch; see ADMM.refactor_every): one
-    # factorisation per ~10 iterations instead of one per iteration under vmap, and 10 power
-    # iterations for κ. Measured on the 10-box tower's first 150 steps (float64, one core): mean
-    # iterations 27 (cap 200, 6 steps unconverged, max step energy gain 4.8e-8 J) against 12.7
-    # with the seed's per-iteration ρ update (cap 100, 7 unconverged, 3.5e-7 J), at ~26 µs vs
-    # ~94 µs per iteration (44 contacts, batch 32, CPU time); humanoid with no active contact
-    # 50 µs vs 90 µs per env-step (setup only).
-    # ρ by residual balancing (ADMM rho_update="balanced"): on the tower's first 100 steps mean
-    # iterations 37.2 -> 21.7 and unconverged steps 6 -> 2 (benchmarks/results/step_profile.md).
-    # Cap 500 (was 200; benchmarks/solver_cap.py, results/solver_cap.md, float64, batch 1):
-    # unconverged steps cap 200 -> 500 with about the same mean iterations: Go2 dropped 1 cm in a
-    # standing pose, 1000 steps 38 -> 2 (44.4 -> 43.5 iterations); 10-box tower 1000 steps 2 -> 0
-    # (6.1 -> 6.2); demo 500 steps 28 -> 4 (45.7 -> 47.5). A batched loop pays its slowest lane,
-    # so the cap is what one unconverged lane costs the whole batch.
-    # Anderson acceleration with memory 5 (benchmarks/solver_cap.py --anderson 0 5,
-    # results/solver_anderson.md): mean iterations humanoid 212 -> 77, Go2 47 -> 17, demo
-    # 50 -> 22, tower 6.3 -> 3.6, with fewer steps at the cap.
-    return ADMM(formulation="ncp", max_iterations=500, tolerance=1e-6, factorization="cholesky",
-                refactor_every=10, power_iterations=10, rho_update="balanced",
-                anderson_memory=5)
-
-
 def _scalar(value) -> jax.Array:
     return jnp.asarray(value, dtype=jnp.result_type(float))
+
+
+class Integrator(Choice):
+    """Time integrator (MuJoCo's ``<option integrator>``): ``EULER`` is semi-implicit Euler with
+    implicit joint damping, as MuJoCo's ``Euler``."""
+
+    EULER = "euler"
+
+
+def _numeric(default=None, *, low=None, high=None, strict=False):
+    """A dynamic numeric option field: its default (``None``: required) and its valid range
+    ``[low, high]`` (``strict``: ``> low``), checked when the options are built; the one
+    declaration that validation and :meth:`Model.replace_options` read."""
+    metadata = {"numeric": True, "bounds": None if low is None else (low, high, strict)}
+    if default is None:
+        return eqx.field(metadata=metadata)
+    return eqx.field(default_factory=lambda: _scalar(default), metadata=metadata)
+
+
+def numeric_option_names() -> tuple[str, ...]:
+    """Names of the dynamic numeric fields of :class:`Options` (converted to the model's dtype)."""
+    return tuple(f.name for f in dataclasses.fields(Options) if f.metadata.get("numeric"))
 
 
 class Options(eqx.Module):
@@ -201,7 +203,7 @@ class Options(eqx.Module):
         reference velocity (seed 001 §II, Baumgarte correction with ``k_B = β / Δt``).
       max_correction_speed: cap (m/s, default 0.5) on that Baumgarte push-out speed ``β δ / dt``.
         Without it a deep initial overlap is resolved explosively (``δ`` = 5 cm, β = 0.2,
-        dt = 2 ms: 5 m/s, benchmarks/results/long_runs.md); ordinary resting penetrations
+        dt = 2 ms: 5 m/s); ordinary resting penetrations
         (``β δ / dt`` ≈ 0.1 m/s at 1 mm) are unaffected.
       restitution: Newton restitution coefficient ``e ∈ [0, 1]`` (seed 001 §II, bias ``-e c^t``).
       restitution_threshold: approach speed (m/s) below which no restitution is applied (resting
@@ -215,9 +217,9 @@ class Options(eqx.Module):
         sticking contact carrying tangential force ``λ_T`` creeps at ``Δt R_T λ_T`` (the
         compliant CCP of seed 001 §II with ``R = diag(R_T, R_T, R)``, as MuJoCo's elliptic
         cones with ``R_T = R / impratio`` and Drake's SAP). It also conditions the primal
-        Newton solver: with ``R_T = 0`` its tangential curvature sits at the 1e-9 floor; at
-        compliance 1e-3 the humanoid needs 11.1 Newton iterations per step, 3.7 with this and
-        ``limit_compliance`` at 1e-3 too (``benchmarks/results/step_newton_soft.md``).
+        Newton solver: with ``R_T = 0`` its tangential curvature sits at the 1e-9 floor, so it
+        takes several times more Newton iterations per step than with this and
+        ``limit_compliance`` of the order of ``compliance``.
       limit_compliance: ``R ≥ 0`` on joint-limit rows, in (rad/s²)/(N·m) (hinges) or
         (m/s²)/N (slides). 0 (default): hard limits (``PrimalNewton`` raises 0 to its 1e-9
         relative floor). ``R > 0``: a soft limit, as MuJoCo's default ``solref`` for limits; a
@@ -234,7 +236,7 @@ class Options(eqx.Module):
       integrator: ``"euler"``: semi-implicit Euler with implicit joint damping, as MuJoCo's
         ``Euler`` integrator (velocity first, then positions with the new velocity).
       contact_budget: number of contact slots handed to the solver per step (``None``: the
-        default of :func:`jaxsim_contact.pipeline.default_contact_budget`); more active contacts
+        default of :func:`jaxsim_contact.constraints.default_contact_budget`); more active contacts
         than slots sets ``ErrorFlag.CONTACT_BUDGET_OVERFLOW`` and keeps the deepest ones.
       enable_contacts, enable_joint_limits: switch the two constraint families off (MuJoCo's
         ``<flag contact="disable"/>`` and ``limit="disable"``).
@@ -281,37 +283,38 @@ class Options(eqx.Module):
         else ``None``.
     """
 
-    dt: jax.Array
-    gravity: jax.Array
-    baumgarte: jax.Array = eqx.field(default_factory=lambda: _scalar(0.2))
-    max_correction_speed: jax.Array = eqx.field(default_factory=lambda: _scalar(0.5))
-    restitution: jax.Array = eqx.field(default_factory=lambda: _scalar(0.0))
-    restitution_threshold: jax.Array = eqx.field(default_factory=lambda: _scalar(0.2))
-    contact_margin: jax.Array = eqx.field(default_factory=lambda: _scalar(1e-3))
-    compliance: jax.Array = eqx.field(default_factory=lambda: _scalar(0.0))
-    tangential_compliance: jax.Array = eqx.field(default_factory=lambda: _scalar(0.0))
-    limit_compliance: jax.Array = eqx.field(default_factory=lambda: _scalar(0.0))
-    value_limit: jax.Array = eqx.field(default_factory=lambda: _scalar(1e10))
-    solver: Any = eqx.field(default_factory=_default_solver)
-    integrator: str = eqx.field(static=True, default="euler")
+    dt: jax.Array = _numeric(low=0.0, strict=True)
+    gravity: jax.Array = _numeric()
+    baumgarte: jax.Array = _numeric(0.2, low=0.0, high=1.0)
+    max_correction_speed: jax.Array = _numeric(0.5, low=0.0, strict=True)
+    restitution: jax.Array = _numeric(0.0, low=0.0, high=1.0)
+    restitution_threshold: jax.Array = _numeric(0.2, low=0.0)
+    contact_margin: jax.Array = _numeric(1e-3, low=0.0)
+    compliance: jax.Array = _numeric(0.0, low=0.0)
+    tangential_compliance: jax.Array = _numeric(0.0, low=0.0)
+    limit_compliance: jax.Array = _numeric(0.0, low=0.0)
+    value_limit: jax.Array = _numeric(1e10, low=0.0, strict=True)
+    solver: ContactSolver = eqx.field(default_factory=default_step_solver)
+    integrator: Integrator = eqx.field(static=True, default=Integrator.EULER)
     contact_budget: int | None = eqx.field(static=True, default=None)
     enable_contacts: bool = eqx.field(static=True, default=True)
     enable_joint_limits: bool = eqx.field(static=True, default=True)
-    gradient: str = eqx.field(static=True, default="implicit")
+    gradient: Gradient = eqx.field(static=True, default=Gradient.IMPLICIT)
     gradient_smoothing: Any = None
 
     def __post_init__(self):
-        from .contact.randomized import RandomizedSmoothing
-        from .contact.relaxed import RelaxedComplementarity
-
+        self.integrator = Integrator.parse(self.integrator, "Options.integrator")
         # gradient=RelaxedComplementarity(ρ) / RandomizedSmoothing(key, σ): the static part
         # ("smoothed") and the dynamic parameters are stored apart, so a jitted step sees ρ, the
         # key and σ as traced leaves.
         if isinstance(self.gradient, (RelaxedComplementarity, RandomizedSmoothing)):
             self.gradient_smoothing = self.gradient
-            self.gradient = "smoothed"
-        elif self.gradient != "smoothed":
-            self.gradient_smoothing = None
+            self.gradient = Gradient.SMOOTHED
+        else:
+            if isinstance(self.gradient, str) and self.gradient in tuple(Gradient):
+                self.gradient = Gradient(self.gradient)
+            if self.gradient != Gradient.SMOOTHED:
+                self.gradient_smoothing = None
 
     @property
     def contact_gradient(self):
@@ -320,19 +323,11 @@ class Options(eqx.Module):
         return self.gradient_smoothing if self.gradient == "smoothed" else self.gradient
 
     def __check_init__(self):
-        from .contact.solve import ContactSolver
-
-        if self.integrator != "euler":
-            raise ValueError(f"Options.integrator must be 'euler', got {self.integrator!r}")
         if not isinstance(self.solver, ContactSolver):
             raise TypeError(
                 "Options.solver must be a contact solver module (e.g. jc.contact.ADMM('ncp')), "
                 f"got {type(self.solver).__name__}"
             )
-        from .contact.implicit import GRADIENTS
-        from .contact.randomized import RandomizedSmoothing
-        from .contact.relaxed import RelaxedComplementarity
-
         if self.gradient == "smoothed":
             if not isinstance(self.gradient_smoothing, (RelaxedComplementarity, RandomizedSmoothing)):
                 raise ValueError(
@@ -346,7 +341,8 @@ class Options(eqx.Module):
             self.gradient_smoothing.check_formulation(getattr(self.solver, "formulation", None))
         elif not isinstance(self.gradient, str) or self.gradient not in GRADIENTS:
             raise ValueError(
-                f"Options.gradient must be one of {GRADIENTS}, got {self.gradient!r}")
+                f"Options.gradient must be one of {[g.value for g in GRADIENTS]} or a "
+                f"jc.contact.RelaxedComplementarity / jc.contact.RandomizedSmoothing, got {self.gradient!r}")
         if self.gradient == "unrolled":
             cap = getattr(self.solver, "max_iterations", None)
             if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < 1:
@@ -358,18 +354,15 @@ class Options(eqx.Module):
             not isinstance(self.contact_budget, int) or self.contact_budget < 1
         ):
             raise ValueError(f"Options.contact_budget must be a positive int or None, got {self.contact_budget!r}")
-        for name, low, high in (
-            ("dt", 0.0, None), ("baumgarte", 0.0, 1.0), ("restitution", 0.0, 1.0),
-            ("restitution_threshold", 0.0, None), ("contact_margin", 0.0, None),
-            ("compliance", 0.0, None), ("tangential_compliance", 0.0, None),
-            ("limit_compliance", 0.0, None), ("value_limit", 0.0, None),
-            ("max_correction_speed", 0.0, None),
-        ):
-            value = getattr(self, name)
+        for field in dataclasses.fields(self):
+            bounds = field.metadata.get("bounds")
+            if bounds is None:
+                continue
+            low, high, strict = bounds
+            name, value = field.name, getattr(self, field.name)
             if isinstance(value, jax.core.Tracer):
                 continue  # traced (vmapped / differentiated) options are not checked
             arr = np.asarray(value, dtype=np.float64)
-            strict = name in ("dt", "value_limit", "max_correction_speed")
             bad = ~np.isfinite(arr) | (arr < low) | ((arr <= low) if strict else False)
             if high is not None:
                 bad |= arr > high
@@ -465,7 +458,7 @@ class Model(eqx.Module):
     #: explicit geom-pair exclusions ``(geom1, geom2)`` (finer than :attr:`exclude_body_pairs`:
     #: the world body may carry both a floor and a fixed-base robot's fused root link)
     exclude_geom_pairs: tuple[tuple[int, int], ...] = eqx.field(static=True, default=())
-    #: static candidate collision pairs (:class:`jaxsim_contact.pipeline.CollisionStructure`),
+    #: static candidate collision pairs (:class:`jaxsim_contact.collision.CollisionStructure`),
     #: built at load time; ``None`` means "derive from the static geom fields when stepping"
     collision: Any = eqx.field(static=True, default=None)
 
@@ -518,9 +511,7 @@ class Model(eqx.Module):
         unknown = set(changes) - fields
         if unknown:
             raise TypeError(f"unknown option(s) {sorted(unknown)}; known: {sorted(fields)}")
-        numeric = {"dt", "gravity", "baumgarte", "restitution", "restitution_threshold",
-                   "contact_margin", "compliance", "tangential_compliance", "limit_compliance",
-                   "value_limit", "max_correction_speed"}
+        numeric = numeric_option_names()
         converted = {
             name: (jnp.asarray(value, dtype=self.dtype) if name in numeric else value)
             for name, value in changes.items()

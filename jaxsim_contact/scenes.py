@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .io import load as load_file
+
 __all__ = ["box_tower", "cube_pile", "dragged_cube", "pushed_ball", "demo_scene", "load", "SCENES"]
 
 
@@ -133,8 +135,6 @@ def load(name: str, dtype=None, **kwargs):
     """Compile the built-in scene ``name`` (``tower``, ``pile``, ``dragged_cube``, ``pushed_ball``,
     ``demo``) with
     ``jc.load``; keyword arguments go to the scene function."""
-    from .io import load as load_file
-
     if name not in SCENES:
         raise ValueError(f"unknown scene {name!r}; choose from {sorted(SCENES)}")
     text = SCENES[name](**kwargs)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["GeomType", "JointType"]
+__all__ = ["GeomType", "JointType", "Choice"]
 
 
 class GeomType(enum.IntEnum):
@@ -52,3 +52,29 @@ class JointType(enum.IntEnum):
     def nv(self) -> int:
         """Number of velocity coordinates (degrees of freedom)."""
         return (6, 3, 1, 1)[self]
+
+
+class Choice(enum.StrEnum):
+    """Base of the engine's option enums (solver formulation, factorisation, integrator, ...).
+
+    Members are strings (``Formulation.NCP == "ncp"``), so an option may be given as its enum member
+    or its string; constructors call :meth:`parse`, which returns the member and rejects anything
+    else with a ``ValueError`` naming the option and the accepted values.
+    """
+
+    @classmethod
+    def parse(cls, value, option: str, allowed=None):
+        """The member of ``value`` (a member or its string) among ``allowed`` (default: all).
+
+        Raises:
+          ValueError: ``"{option} must be one of [...], got {value!r}"``.
+        """
+        members = tuple(cls) if allowed is None else tuple(cls(a) for a in allowed)
+        try:
+            member = cls(value)
+        except ValueError:
+            member = None
+        if member is None or member not in members:
+            raise ValueError(f"{option} must be one of {[m.value for m in members]}, got {value!r}")
+        return member
+

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "dynamics
 import jax, jax.numpy as jnp, numpy as np
 jax.config.update("jax_enable_x64", True)
 import jaxsim_contact as jc
-from jaxsim_contact.pipeline.jacobian import limited_joints
+from jaxsim_contact.constraints.limit_rows import limited_joints
 from dynamics_reference import robots_dir
 R = {"solo12": ("solo_description/robots/solo12.urdf", {"floating_base": True}, 0.4),
      "ur5": ("ur_description/urdf/ur5_joint_limited_robot.urdf", {}, None),
@@ -27,8 +27,8 @@ for name in sys.argv[1:]:
     f, kw, h = R[name]
     t0 = time.time()
     model = jc.load(robots_dir() / f, **kw)
-    model = jc.pipeline.add_floor(model)
-    model = jc.pipeline.set_collision(model, self_collision=False)
+    model = jc.io.add_floor(model)
+    model = jc.io.set_collision(model, self_collision=False)
     q0 = np.asarray(model.qpos0).copy()
     if h is not None: q0[2] = h
     for j in limited_joints(model):

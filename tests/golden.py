@@ -43,8 +43,8 @@ def _robot(name: str):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*ignoring equality constraint")
         model = jc.load(path, **kwargs)
-    model = jc.pipeline.add_floor(model)
-    model = jc.pipeline.set_collision(model, self_collision=False, world_is_robot_base=height is None)
+    model = jc.io.add_floor(model)
+    model = jc.io.set_collision(model, self_collision=False, world_is_robot_base=height is None)
     q0 = np.asarray(model.qpos0).copy()
     if height is not None:
         q0[2] = height

@@ -1,12 +1,23 @@
-"""Collision detection: GJK (vanilla / Polyak / Nesterov), EPA, Boolean queries.
+"""Collision detection: everything that decides "what touches" (DESIGN §2 stage 2).
 
-Seed 000 "GJK++". Public: ``distance``, ``intersects``, ``CollisionResult``, and ``Smoothing``
-(derivative estimators of ``distance``: seed 000 "Differentiable Collision Detection").
+Distance queries between two shapes (seed 000 "GJK++"): ``distance``, ``intersects``,
+``CollisionResult``, and ``Smoothing`` (derivative estimators of ``distance``: seed 000
+"Differentiable Collision Detection").
+
+Collision of a model's geoms: the static candidate pairs (:func:`build_collision_structure`,
+:func:`collision_structure`; MuJoCo's filtering rules), the registry of pair functions
+(``PAIR_FUNCTIONS``: closed forms, GJK/EPA for the rest), contact manifolds, and the narrow phase
+of one configuration (:func:`narrow_phase`, with bounding-volume culling).
 """
 
 from .distance import CollisionResult, default_tolerance, distance, intersection_query, intersects
 from .gjk import GJK_METHODS
+from .manifold import Manifold, reduce_to_four, tangent_frame
+from .narrowphase import Candidates, any_pair_near, max_candidates, narrow_phase
+from .pairs import build_collision_structure, collision_structure
+from .registry import PAIR_FUNCTIONS, has_closed_form, pair_function
 from .smoothing import Smoothing
+from .structure import CollisionStructure, PairGroup
 
 __all__ = [
     "CollisionResult",
@@ -16,4 +27,18 @@ __all__ = [
     "default_tolerance",
     "GJK_METHODS",
     "Smoothing",
+    "CollisionStructure",
+    "PairGroup",
+    "build_collision_structure",
+    "collision_structure",
+    "PAIR_FUNCTIONS",
+    "has_closed_form",
+    "pair_function",
+    "Manifold",
+    "reduce_to_four",
+    "tangent_frame",
+    "Candidates",
+    "narrow_phase",
+    "any_pair_near",
+    "max_candidates",
 ]

@@ -373,10 +373,10 @@ def _batched_first_vertices(max_vertices: int) -> int:
 
     A batched loop runs as many iterations as its slowest lane, every one over all face slots,
     so a small first polytope that most lanes finish in pays for its second compiled loop
-    (+1-2.8 s) when it is at most a quarter of the budget: vmapped box and 100-vertex hull pairs
-    run ~2x faster at the default 128 (benchmarks/results/gjk_*.md); the pipeline's 64 keep one
-    polytope. A single query's loop cost is mostly per-kernel overhead, not width, so it keeps
-    one polytope (and one compiled loop).
+    when it is at most a quarter of the budget: vmapped box and polyhedral hull pairs run markedly
+    faster at the default 128; the narrow phase's 64 keep one polytope. A single query's loop
+    cost is mostly per-kernel overhead, not width, so it keeps one polytope (and one compiled
+    loop).
     """
     first = FIRST_TIER_VERTICES
     return first if 4 * first <= max_vertices else max_vertices
@@ -387,11 +387,11 @@ def _gated_epa(max_vertices: int):
     """``run_epa`` only where it is needed, also across a ``vmap`` batch.
 
     ``needs`` is traced, so ``lax.cond`` on it would become a ``select`` under ``vmap`` and every
-    lane would pay for EPA's polytope set-up (~100× a GJK iteration at the default 128-vertex
-    budget) even when no lane penetrates. The batching rule branches on "any lane needs EPA"
-    instead: a batch of separated pairs skips EPA entirely; otherwise EPA runs on the whole
-    batch with the lanes that do not need it frozen from the start (``skip``). Lanes that skip
-    get an all-zero ``EPAResult``, which ``_query`` never selects.
+    lane would pay for EPA's polytope set-up (far more than a GJK iteration at the default
+    128-vertex budget) even when no lane penetrates. The batching rule branches on "any lane
+    needs EPA" instead: a batch of separated pairs skips EPA entirely; otherwise EPA runs on the
+    whole batch with the lanes that do not need it frozen from the start (``skip``). Lanes that
+    skip get an all-zero ``EPAResult``, which ``_query`` never selects.
     """
 
     def skipped(operands):

@@ -24,8 +24,8 @@ from ..math import argmin_first, cross, first_true_indices, safe_norm, safe_norm
 
 __all__ = ["EPAResult", "run_epa"]
 
-#: Vertex slots of a first, small polytope (``run_epa``'s ``first_vertices``): random box and
-#: 100-vertex hull pairs converge within 16 and 35 iterations (ellipsoids: median 44, to 125).
+#: Vertex slots of a first, small polytope (``run_epa``'s ``first_vertices``): most box and
+#: polyhedral hull pairs converge within it; smooth shapes (ellipsoids) often continue.
 FIRST_TIER_VERTICES = 32
 _MAX_HORIZON = 48
 

@@ -74,17 +74,15 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.custom_derivatives import SymbolicZero
 
+from .._autodiff import DISTRIBUTIONS, instantiate_zeros, is_symbolic_zero, sample_noise
 from ..geometry.mesh import ConvexMesh
 from ..geometry.shapes import Box, Plane, Shape
 from ..math import Transform, quat_conj, quat_from_axis_angle, quat_mul, safe_norm
 
 __all__ = ["Smoothing", "local_support_hessian", "needs_key", "sample_noise", "DISTRIBUTIONS"]
 
-DISTRIBUTIONS = ("gaussian", "gumbel")
 ORDERS = (0, 1)
-_EULER_GAMMA = 0.5772156649015329
 
 
 @typing.final
@@ -103,11 +101,9 @@ class Smoothing(eqx.Module):
         pose perturbation (radians for rotations, pair size L for translations and shape sizes).
         Not the paper's ε: seed 000 eqs. 26–28 apply ε to the *unnormalised* separation vector
         x* (an angular smoothing ε/|x*| that grows without bound at contact), so its values
-        (1e-3 Gaussian, 1e-4 Gumbel) do not carry over. On the contact-pose benchmark (Table I,
-        12-vertex polyhedral ellipsoids of 0.1–0.6 m, ``benchmarks/collision_gradients.py``)
-        order 1 worked with ε ≈ 0.3 (Gaussian, M = 20), 0.1 (Gumbel, all vertices) and 0.05
-        (Gumbel, ``neighborhood=1``); larger ε (≥ 1 for Gumbel) wipes out the flat-face
-        curvature the rule needs far from contact and the optimisation stalls.
+        (1e-3 Gaussian, 1e-4 Gumbel) do not carry over. Order 1 needs ε well below 1 in these
+        units: a large ε wipes out the flat-face curvature the rule needs far from contact and
+        the optimisation stalls.
       num_samples: static M > 0, Monte Carlo samples (unused by the Gumbel closed form).
       neighborhood: static depth n_l ≥ 1 of the Gumbel closed form on ``ConvexMesh`` (seed 000
         Fig. 2): the softmax runs over the vertices within n_l edges of the witness vertex
@@ -204,21 +200,6 @@ def _project(hess: jax.Array, unit: jax.Array) -> jax.Array:
     return proj @ (0.5 * (hess + hess.T)) @ proj
 
 
-def sample_noise(key, distribution: str, shape, dtype):
-    """Zero-mean noise ``z`` of ``shape`` and its score ``-∇log μ(z)`` (seed 000 eqs. 3–6, 26).
-
-    ``distribution``: ``"gaussian"`` (standard normal; score ``z``) or ``"gumbel"`` (standard
-    Gumbel shifted by the Euler–Mascheroni constant to zero mean; score ``1 - exp(-(z + γ))``).
-    Dimensionless; callers scale ``z`` by their noise level. Shared by the collision estimators and
-    :class:`jaxsim_contact.contact.RandomizedSmoothing` (which only needs ``z``).
-    """
-    if distribution == "gaussian":
-        z = jax.random.normal(key, shape, dtype)
-        return z, z
-    g = jax.random.gumbel(key, shape, dtype)
-    return g - _EULER_GAMMA, 1.0 - jnp.exp(-g)
-
-
 def _mc_hessian(support_fn, unit, noise, num_samples, distribution, key):
     """Eq. 26: Monte Carlo Hessian of a support function from M perturbed support queries."""
     dtype = unit.dtype
@@ -278,29 +259,6 @@ def local_support_hessian(
                 smoothing.distribution, key,
             )
     return _project(hess, unit)
-
-
-# -- helpers on tangents ------------------------------------------------------------------------
-
-
-def is_symbolic_zero(tangent) -> bool:
-    """Every leaf of ``tangent`` is a ``SymbolicZero`` (rules registered with ``symbolic_zeros=True``)."""
-    return all(isinstance(t, SymbolicZero) for t in jax.tree_util.tree_leaves(
-        tangent, is_leaf=lambda x: isinstance(x, SymbolicZero)))
-
-
-def instantiate_zeros(tangent, primal):
-    """Replace symbolic zeros by concrete zeros (float0 for integer / boolean leaves)."""
-
-    def fix(t, p):
-        if not isinstance(t, SymbolicZero):
-            return t
-        p = jnp.asarray(p)
-        if jnp.issubdtype(p.dtype, jnp.inexact):
-            return jnp.zeros(p.shape, p.dtype)
-        return np.zeros(p.shape, jax.dtypes.float0)
-
-    return jax.tree_util.tree_map(fix, tangent, primal, is_leaf=lambda x: isinstance(x, SymbolicZero))
 
 
 def _angular_velocity(quat, quat_dot):

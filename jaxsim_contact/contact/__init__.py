@@ -13,7 +13,6 @@ perturbed free velocities, seed 000 §III-A, :mod:`.randomized`); ``contact_mode
 exposes the breaking / sticking / sliding classification the implicit rule uses.
 """
 
-from . import builders
 from . import implicit
 from . import randomized
 from . import relaxed
@@ -33,16 +32,17 @@ from .problem import (
     project_dual_cone,
     project_pyramid_box,
     residuals,
+    sanitize_problem,
 )
 from .raisim import Raisim
 from .randomized import RandomizedSmoothing, randomized_force
 from .relaxed import RelaxedComplementarity, smoothed_force
-from .solve import ContactSolution, ContactSolver, sanitize_problem, solve
+from .solve import solve
+from .solver import ContactSolution, ContactSolver
 from .staggered import StaggeredProjections
 from .work_queue import solve_batch
 
 __all__ = [
-    "builders",
     "solve_batch",
     "implicit",
     "relaxed",

@@ -35,14 +35,34 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 
 from .anderson import AndersonHistory, anderson_init, anderson_reset, anderson_step
-from .problem import ContactProblem, criterion, de_saxce, project_cone
-from .solve import ContactSolver
+from ..types import Choice
+from .problem import ContactProblem, Formulation, criterion, de_saxce, project_cone
+from .solver import ContactSolver
 
-__all__ = ["ADMM", "ADMMState", "spectral_bounds", "adapt_rho", "balance_rho", "RHO_UPDATES"]
+__all__ = ["ADMM", "ADMMState", "Factorization", "RhoUpdate", "spectral_bounds", "adapt_rho",
+           "balance_rho", "RHO_UPDATES"]
 
 _KAPPA_MAX = 1e8
 #: the ρ update rules of :class:`ADMM` (see the module docstring)
-RHO_UPDATES = ("spectral", "balanced")
+
+
+class Factorization(Choice):
+    """How ADMM solves with ``G + R + ρI``: one eigendecomposition (``EIGH``) or Cholesky
+    factorisations refreshed per epoch (``CHOLESKY``, seed 001)."""
+
+    CHOLESKY = "cholesky"
+    EIGH = "eigh"
+
+
+class RhoUpdate(Choice):
+    """The proximal-parameter rule (module docstring): ``SPECTRAL`` (the seed's ``ρ κ^{±power}``)
+    or ``BALANCED`` (residual balancing)."""
+
+    SPECTRAL = "spectral"
+    BALANCED = "balanced"
+
+
+RHO_UPDATES = tuple(RhoUpdate)
 #: largest factor of one residual-balancing ρ update
 _BALANCE_MAX_FACTOR = 100.0
 
@@ -155,8 +175,7 @@ class ADMM(ContactSolver):
         start of each (:meth:`refresh`), with the ρ proposed by the last iteration of the previous
         epoch. ``1`` is the seed's per-iteration update. Refactoring "only when ρ changed" inside
         one loop does not help under ``vmap`` (the ``cond`` becomes a select that factorises every
-        iteration): measured at batch 32, 44 contacts, float64 (CPU time, one core), 94 µs per
-        iteration with ``refactor_every=1`` against ~7 µs for a solve with a fixed factor.
+        iteration, which costs many times a solve with a fixed factor).
       anderson_memory: static, default 0 (off). ``m > 0``: type-II Anderson acceleration of the
         ADMM map ``(z, γ) ↦ (z⁺, γ⁺)`` over the last ``m`` iterations (``jaxsim_contact.contact.
         anderson``), its history cleared whenever the iteration's ρ changes (a new ρ is a new
@@ -180,12 +199,9 @@ class ADMM(ContactSolver):
                  rho=0.0, over_relaxation=1.0, rho_update_ratio=10.0, rho_power=0.05,
                  power_iterations: int = 50, factorization: str = "eigh", refactor_every: int = 1,
                  rho_update: str = "spectral", anderson_memory: int = 0):
-        if formulation not in ("ccp", "ncp"):
-            raise ValueError(f"ADMM formulation must be 'ccp' or 'ncp', got {formulation!r}")
-        if factorization not in ("cholesky", "eigh"):
-            raise ValueError(f"factorization must be 'cholesky' or 'eigh', got {factorization!r}")
-        if rho_update not in RHO_UPDATES:
-            raise ValueError(f"rho_update must be one of {RHO_UPDATES}, got {rho_update!r}")
+        formulation = Formulation.parse(formulation, "ADMM formulation", (Formulation.CCP, Formulation.NCP))
+        factorization = Factorization.parse(factorization, "ADMM factorization")
+        rho_update = RhoUpdate.parse(rho_update, "ADMM rho_update")
         if int(max_iterations) < 1:
             raise ValueError(f"max_iterations must be >= 1, got {max_iterations}")
         if int(refactor_every) < 1:

@@ -76,10 +76,10 @@ function of the primal ``(G, g, μ, R, λ*, τ)``).
 
 Breaking contacts are pinned (``dλ_i = 0``), so only the block of the free (sticking or sliding)
 contacts is factored, in the smallest of ``PSEUDO_INVERSE_TIERS`` contacts that holds them: the
-SVD's ``O((3n)³)`` over every contact slot of a model (float64, one core: 147 rows — the Panda's
-49 slots — 2.8 ms, 204 rows 5.9 ms) becomes 0.3 ms for ≤ 16 free contacts, tens of µs for ≤ 8
-and nothing when none is free. The SVD is about 3–6× the LU of the 2m × 2m augmented Tikhonov
-system used before, which was neither noise-free nor exactly transposed (issue 6).
+SVD's ``O((3n)³)`` over every contact slot of a model (147 rows for the Panda's 49 slots) becomes
+a far smaller one for the few free contacts, and nothing when none is free. The SVD costs more
+than the LU of the 2m × 2m augmented Tikhonov system used before, which was neither noise-free
+nor exactly transposed (issue 6).
 
 Limits (documented, not hidden):
 
@@ -105,9 +105,10 @@ import jax
 import jax.numpy as jnp
 
 from ..batching import switch_on_max
-from ..collision.smoothing import instantiate_zeros, is_symbolic_zero
+from .._autodiff import instantiate_zeros, is_symbolic_zero
 from ..math import safe_norm, safe_normalize
-from .problem import de_saxce
+from ..types import Choice
+from .problem import de_saxce, sanitize_problem
 
 __all__ = [
     "GRADIENTS",
@@ -120,10 +121,24 @@ __all__ = [
     "mode_equations",
     "implicit_matrix",
     "implicit_formulation",
+    "Gradient",
 ]
 
-#: Gradient modes accepted by :func:`jaxsim_contact.contact.solve`.
-GRADIENTS = ("implicit", "unrolled")
+
+
+class Gradient(Choice):
+    """How derivatives of a solve are computed (:func:`jaxsim_contact.contact.solve`):
+    ``IMPLICIT`` (the mode-aware implicit rule), ``UNROLLED`` (autodiff through the iterations),
+    ``SMOOTHED`` (a :class:`~jaxsim_contact.contact.RelaxedComplementarity` or
+    :class:`~jaxsim_contact.contact.RandomizedSmoothing` rule, given as that object)."""
+
+    IMPLICIT = "implicit"
+    UNROLLED = "unrolled"
+    SMOOTHED = "smoothed"
+
+
+#: Gradient modes accepted as a plain value by :func:`jaxsim_contact.contact.solve`.
+GRADIENTS = (Gradient.IMPLICIT, Gradient.UNROLLED)
 
 #: Contact mode codes returned by :func:`contact_modes` (seed 004 §III-B).
 BREAKING, STICKING, SLIDING = 0, 1, 2
@@ -279,8 +294,6 @@ def contact_modes(problem, force: jax.Array, formulation: str = "ncp", tolerance
     The classification the implicit derivative uses (module docstring), exposed for diagnostics
     and tests. ``problem`` should be the problem that was solved; inactive contacts are breaking.
     """
-    from .solve import sanitize_problem
-
     safe, _ = sanitize_problem(problem)
     return mode_equations(implicit_formulation(formulation), safe.compliant_delassus,
                           safe.free_velocity, safe.friction, safe.active,
@@ -296,12 +309,12 @@ RANK_RTOL_EXPONENT = 2.0 / 3.0
 
 #: Capacities (contacts) of the small pseudo-inverses tried before the full one
 #: (``_pseudo_inverse_solve``). The SVD costs ``O((3n)³)`` over every contact slot of the model
-#: (Panda: 49 slots, 147 rows, 2.8 ms; Go2: 68 slots, 5.9 ms) while a simulation usually has a
-#: handful of contacts that are not breaking (48 rows: 0.3 ms; 12 rows: 48 µs; none: no SVD).
+#: (Panda: 49 slots, 147 rows; Go2: 68 slots, 204 rows) while a simulation usually has a
+#: handful of contacts that are not breaking (none: no SVD).
 #: 8 rather than 4: a robot on the floor with a few contacts and its limits often has 5–8 free
-#: (half-cheetah: 2 feet + 5 limits of 22 slots, full 66-row SVD with a tier of 4; its step
-#: Jacobian 8 % faster with 8), while ≤ 4 free costs about the same in 24 rows as in 12. Three
-#: tiers, not four: each tier is one more SVD to compile in every differentiated step.
+#: (half-cheetah: 2 feet + 5 limits of 22 slots, the full 66-row SVD with a tier of 4), while
+#: ≤ 4 free costs about the same in 24 rows as in 12. Three tiers, not four: each tier is one
+#: more SVD to compile in every differentiated step.
 PSEUDO_INVERSE_TIERS = (0, 8, 16)
 
 
@@ -391,9 +404,9 @@ def _tiered_solve(num_contacts: int, transpose: bool):
     ones (else the whole system). ``lax.switch`` on a traced count would become a ``select``
     under ``vmap`` (every SVD on every lane); :func:`~jaxsim_contact.batching.switch_on_max`
     switches on the largest count of the batch instead, at every level of nested ``vmap``
-    (environments around ``jacrev``'s cotangents: with a one-level rule the Panda's vmapped step
-    Jacobian ran every tier, 3.0 against 0.9 ms), and maps only the batched arguments, so a batch
-    of right-hand sides of one system (``jacfwd``'s directions) factors it once."""
+    (environments around ``jacrev``'s cotangents: with a one-level rule a vmapped step Jacobian
+    ran every tier), and maps only the batched arguments, so a batch of right-hand sides of one
+    system (``jacfwd``'s directions) factors it once."""
     # a tier is worth its branch when its SVD costs at most (2/3)³ of the full one
     capacities = [k for k in PSEUDO_INVERSE_TIERS if 3 * k <= 2 * num_contacts]
     branches = [functools.partial(_block_solve, contacts=k, transpose=transpose)

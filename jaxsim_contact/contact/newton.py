@@ -26,10 +26,9 @@ It starts at ``α = 1`` (the Newton step) and keeps a bracket ``[lo, hi]`` with 
 Newton step is taken when it stays inside and ``|φ'|`` at least halved, else the bracket is
 bisected (doubled while no ``hi`` is known). It stops at ``|φ'(α)| ≤ line_search_tolerance ·
 |φ'(0)|`` (or ``|φ'|`` at a few ε of its terms: round-off), a bracket at ``4ε`` relative width
-or ``line_search_steps`` trials. On the soft humanoid, Go2 and tower (compliance 1e-3 on every
-row, 200 steps) this takes 3.1 / 3.0 / 1.2 trials on average and at most 10, where the earlier
-plain bisection (bracket doubling plus 40 halvings) took ~42 every time, with the same Newton
-iteration counts (``benchmarks/results/step_newton_soft.md``). (Armijo backtracking with
+or ``line_search_steps`` trials. On soft-contact robot scenes this takes a few trials, where
+the earlier plain bisection (bracket doubling plus 40 halvings) took over 40 every time, with the
+same Newton iteration counts. (Armijo backtracking with
 ``β = 0.8`` — the seed's implementation — failed here: with ``R`` at its floor, ``H`` spans ~1e9 and no trial step of
 ``0.8^k, k < 30`` decreased ``ℓ`` near the solution of a 2-box tower, which then exploded.)
 ``line_search="armijo"`` keeps the seed's Alg. 4 line 5 — Armijo backtracking ``α ∈ {1, β, β², …}``,
@@ -38,8 +37,8 @@ the iterate does not move when no trial is admissible (the objective never incre
 
 Stopping (besides ``tolerance`` on the CCP criterion). With ``R`` at its floor the CCP
 criterion of ``λ(v)`` can stall far above any useful tolerance: ``λ(v)`` amplifies the round-off
-of ``A v + g`` by ``R⁻¹`` (~1e9 relative to ``G``), so on robot scenes it plateaus at ~1e-3 while
-the forces already agree with ADMM-CCP to 1e-7 relative (``benchmarks/results/newton_probe.md``).
+of ``A v + g`` by ``R⁻¹`` (~1e9 relative to ``G``), so on robot scenes it plateaus while the
+forces already agree closely with ADMM-CCP's.
 Because ``ℓ`` is 1-strongly convex, ``‖v − v*‖ ≤ ‖∇ℓ(v)‖``; the solver therefore also stops —
 and reports convergence — when the computed gradient is within ``round_off_margin`` times a
 first-order bound of its own evaluation error (Drake's SAP stops on the gradient norm too,
@@ -69,11 +68,20 @@ import jax
 import jax.numpy as jnp
 
 from ..math import safe_sqrt
+from ..types import Choice
 from .problem import (ContactProblem, _cone_branches, project_cone_components,
                       project_cone_jacobian_components)
-from .solve import ContactSolver
+from .solver import ContactSolver
 
-__all__ = ["PrimalNewton", "NewtonState"]
+__all__ = ["PrimalNewton", "NewtonState", "LineSearch"]
+
+
+class LineSearch(Choice):
+    """The step length along the Newton direction: ``EXACT`` (the piecewise-smooth objective's
+    minimiser along the line) or ``ARMIJO`` (backtracking to sufficient decrease)."""
+
+    EXACT = "exact"
+    ARMIJO = "armijo"
 
 
 class NewtonState(eqx.Module):
@@ -174,9 +182,7 @@ class PrimalNewton(ContactSolver):
                  backtracking=0.8, round_off_margin=1.0, line_search_tolerance=1e-6):
         if int(max_iterations) < 1 or int(line_search_steps) < 1:
             raise ValueError("max_iterations and line_search_steps must be >= 1")
-        if line_search not in ("exact", "armijo"):
-            raise ValueError(f"line_search must be 'exact' or 'armijo', got {line_search!r}")
-        self.line_search = line_search
+        self.line_search = LineSearch.parse(line_search, "PrimalNewton line_search")
         self.armijo = jnp.asarray(armijo)
         self.backtracking = jnp.asarray(backtracking)
         self.round_off_margin = jnp.asarray(round_off_margin)
@@ -239,12 +245,10 @@ class PrimalNewton(ContactSolver):
         factor, where ``A = B``), else from ``Aᵀ warm_force`` — or from ``v = 0`` when that has the
         lower ``ℓ`` (MuJoCo's choice between its warm start and the unconstrained acceleration).
 
-        On the soft-contact humanoid and Go2 (the 300 states of a fall from ``q0``, each stepped
-        with every start; ``benchmarks/results/step_newton_soft.md``, session-19 notes) the mean
-        Newton iterations
-        are 4.45 / 2.76 from ``Aᵀ λ_prev`` (last step's forces matched by key), 5.44 / 2.03 from 0
-        and 4.03 / 2.01 from last step's generalized force; adding ``Aᵀ λ_prev`` as a third
-        candidate made it worse (4.09 / 2.15): the lowest ``ℓ`` is not the fewest iterations."""
+        Of the starts tried on soft-contact robot falls, last step's generalized force takes the
+        fewest Newton iterations, fewer than ``Aᵀ λ_prev`` (last step's forces matched by key) or
+        0; adding ``Aᵀ λ_prev`` as a third candidate made it worse: the lowest ``ℓ`` is not the
+        fewest iterations."""
         m = problem.free_velocity.shape[0]
         dtype = problem.free_velocity.dtype
         if problem.delassus_factor is not None:

@@ -12,8 +12,8 @@ import jax
 import jax.numpy as jnp
 
 from ..math import safe_norm
-from .problem import FORMULATIONS, ContactProblem, criterion, project_cone
-from .solve import ContactSolver
+from .problem import FORMULATIONS, ContactProblem, Formulation, criterion, project_cone
+from .solver import ContactSolver
 
 __all__ = ["PGS", "PGSState", "gauss_seidel_sweep"]
 
@@ -77,8 +77,7 @@ class PGS(ContactSolver):
 
     def __init__(self, formulation: str = "ncp", max_iterations: int = 1000, tolerance=1e-6,
                  relaxation=1.0):
-        if formulation not in FORMULATIONS:
-            raise ValueError(f"PGS formulation must be one of {FORMULATIONS}, got {formulation!r}")
+        formulation = Formulation.parse(formulation, "PGS formulation", FORMULATIONS)
         if int(max_iterations) < 1:
             raise ValueError(f"max_iterations must be >= 1, got {max_iterations}")
         self.formulation = formulation

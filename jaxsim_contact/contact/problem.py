@@ -33,11 +33,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..math import safe_norm, safe_sqrt
+from ..types import Choice
 
 __all__ = [
+    "sanitize_problem",
     "ContactProblem",
     "Residuals",
     "FORMULATIONS",
+    "Formulation",
     "project_cone",
     "project_cone_jacobian",
     "project_cone_components",
@@ -51,7 +54,22 @@ __all__ = [
     "contact_velocity",
 ]
 
-FORMULATIONS = ("lcp", "ccp", "ncp")
+
+
+class Formulation(Choice):
+    """Contact model of a problem's solution (seed 001 §II): ``LCP`` (linearised, 4-facet pyramid
+    and per-axis box friction), ``CCP`` (convex relaxation: cone, velocity normal to the cone),
+    ``NCP`` (the exact Signorini–Coulomb problem, De Saxcé's form), and ``RAISIM`` (RaiSim's
+    per-contact bisection model, solved only by :class:`~jaxsim_contact.contact.Raisim`)."""
+
+    LCP = "lcp"
+    CCP = "ccp"
+    NCP = "ncp"
+    RAISIM = "raisim"
+
+
+#: the formulations whose criteria :func:`contact_residuals` evaluates
+FORMULATIONS = (Formulation.LCP, Formulation.CCP, Formulation.NCP)
 
 
 def _is_concrete(x) -> bool:
@@ -389,8 +407,7 @@ def contact_residuals(
     λ_T − clip(λ_T − σ_T, ±μλ_N))`` (Signorini dual feasibility and the natural residual of the
     per-axis maximum-dissipation law); ``ε_c = |λ_N σ_N|``.
     """
-    if formulation not in FORMULATIONS:
-        raise ValueError(f"formulation must be one of {FORMULATIONS}, got {formulation!r}")
+    formulation = Formulation.parse(formulation, "formulation", FORMULATIONS)
     mu = problem.friction
     sigma = contact_velocity(problem, force) if velocity is None else velocity
     if formulation == "lcp":
@@ -440,3 +457,38 @@ def criterion(problem: ContactProblem, force: jax.Array, formulation: str = "ncp
     as in :func:`contact_residuals`."""
     r = residuals(problem, force, formulation, velocity)
     return jnp.maximum(jnp.maximum(r.primal, r.dual), r.complementarity)
+
+
+def sanitize_problem(problem: ContactProblem) -> tuple[ContactProblem, jax.Array]:
+    """Return ``(safe_problem, finite)``.
+
+    Inactive contacts get identity Delassus blocks, zero coupling, zero free velocity and zero
+    compliance, so every formulation yields ``λ = 0`` for them. A non-finite problem is replaced by
+    ``G = I, g = 0`` (solution ``λ = 0``); ``finite`` is the scalar flag.
+    """
+    finite = problem.is_finite()
+    n = problem.num_contacts
+    dtype = problem.delassus.dtype
+    rows = jnp.repeat(problem.active, 3)
+    eye = jnp.eye(3 * n, dtype=dtype)
+    G = jnp.where(rows[:, None] & rows[None, :], problem.delassus, 0.0)
+    G = jnp.where(rows[:, None] | rows[None, :], G, eye)
+    g = jnp.where(rows, problem.free_velocity, 0.0)
+    R = jnp.where(rows, problem.compliance, 0.0)
+    mu = jnp.where(problem.active, problem.friction, 0.0)
+    G = jnp.where(finite, G, eye)
+    g = jnp.where(finite, g, 0.0)
+    R = jnp.where(finite, R, 0.0)
+    mu = jnp.where(finite, mu, 0.0)
+    # a non-finite problem has no active contact (its safe G is the identity, B is zero)
+    active = problem.active & finite
+    safe = eqx.tree_at(
+        lambda p: (p.delassus, p.free_velocity, p.compliance, p.friction, p.active), problem,
+        (G, g, R, mu, active)
+    )
+    if problem.delassus_factor is not None:
+        # G_safe = B_s B_sᵀ + diag(1 − rows): inactive rows of B vanish, and the identity blocks
+        # of inactive contacts are diagonal (solvers using B recover them from diag(G_safe)).
+        B = jnp.where(rows[:, None] & finite, problem.delassus_factor, 0.0)
+        safe = eqx.tree_at(lambda p: p.delassus_factor, safe, B)
+    return safe, finite

@@ -22,7 +22,8 @@ import jax
 import jax.numpy as jnp
 
 from .pgs import gauss_seidel_sweep
-from .solve import ContactSolver
+from .problem import Formulation
+from .solver import ContactSolver
 
 __all__ = ["Raisim", "RaisimState"]
 
@@ -103,7 +104,7 @@ class Raisim(ContactSolver):
         self.angle_samples = int(angle_samples)
         self.bisection_steps = int(bisection_steps)
         self.tolerance = jnp.asarray(tolerance)
-        self.formulation = "raisim"
+        self.formulation = Formulation.RAISIM
 
     @property
     def residual_formulation(self) -> str:

@@ -32,7 +32,7 @@ under ``jit`` and ``vmap``, and ``w·(J t) = (Jᵀ w)·t`` holds to rounding.
 
 The noise ``z_j`` is drawn from the explicit ``key`` (same key ⇒ same derivative; a new key ⇒ a new
 Monte-Carlo estimate; the key is a dynamic leaf, so changing it never recompiles) with the
-sampler the collision estimators use (:func:`jaxsim_contact.collision.smoothing.sample_noise`).
+sampler the collision estimators use (:func:`jaxsim_contact._autodiff.sample_noise`).
 Only active contacts are perturbed (inactive slots stay decoupled at ``λ = 0``).
 
 Units: ``noise_scale`` ``σ`` is in the problem's velocity units (those of ``g``): m/s for problems
@@ -63,8 +63,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..collision.smoothing import DISTRIBUTIONS, sample_noise
+from .._autodiff import DISTRIBUTIONS, sample_noise
 from .implicit import implicit_force, implicit_formulation
+from .loop import iterate
 
 __all__ = ["RandomizedSmoothing", "randomized_force", "SMOOTHING_DISTRIBUTIONS"]
 
@@ -179,13 +180,11 @@ class RandomizedSmoothing(eqx.Module):
 def _perturbed_solution(problem, solver, force, warm_rho, perturbation):
     """``(n, 3)`` exact solution of ``problem`` with ``g + perturbation`` (not differentiated),
     warm-started from ``force`` / ``warm_rho``; zero on inactive contacts and if non-finite."""
-    from .solve import _iterate  # solve.py imports this module
-
     perturbed = eqx.tree_at(lambda p: p.free_velocity, problem,
                             problem.free_velocity + perturbation)
     state0 = solver.init(perturbed, force, warm_rho)
     crit0 = solver.criterion(perturbed, state0)
-    lam, _, _, _, _ = _iterate(solver, perturbed, state0, crit0, unrolled=False)
+    lam, _, _, _, _ = iterate(solver, perturbed, state0, crit0, unrolled=False)
     ok = jnp.all(jnp.isfinite(lam))
     return jnp.where(problem.active[:, None] & ok, lam, 0.0)
 

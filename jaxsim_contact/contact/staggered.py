@@ -13,36 +13,24 @@ eigendecomposition of the sub-block computed once so that the spectral ρ adapta
 (seed 001 §III-E) is free.
 
 The outer fixed point has no convergence guarantee (seed 001 Table III) and on dense coupled
-problems it crawls: on random problems with 64 contacts the plain iteration is still at
-3e-4…2e-3 after 300 outer iterations and needs 530–670 to reach 1e-6 even with 30 inner
-iterations. ``anderson_memory = m > 0`` (default 5) accelerates it: type-II Anderson
+problems (e.g. random problems with many contacts) it crawls, even with many inner iterations.
+``anderson_memory = m > 0`` (default 5) accelerates it: type-II Anderson
 acceleration (``jaxsim_contact.contact.anderson``, with its residual safeguard) of the outer map
 ``λ ↦ λ⁺`` over the last ``m`` iterates, the extrapolated force made feasible again (``λ_N ≥ 0``,
-``‖λ_T‖ ≤ μ λ_N``) before it warm-starts the next sub-problems. Same problems: 107–150 outer
-iterations; 7 contacts: 14–24 instead of 54–131 (``tests/contact/test_solvers.py``).
-``anderson_memory=0`` is Alg. 7 as printed.
+``‖λ_T‖ ≤ μ λ_N``) before it warm-starts the next sub-problems; on such problems it needs several
+times fewer outer iterations. ``anderson_memory=0`` is Alg. 7 as printed.
 
 On hyperstatic problems (fewer dofs than contact rows, so ``G_TT`` is singular) both crawl, and
 Anderson can stall where the plain iteration still creeps on: its safeguard rejects almost every
-extrapolation and the iterate wanders at a criterion of 1e-4…1e-1. So acceleration is switched
+extrapolation and the iterate wanders far above the tolerance. So acceleration is switched
 off for the rest of the solve once the criterion has not dropped by 10 % for 50 outer iterations
-(``STALL_PATIENCE``, ``STALL_FACTOR``). Random hyperstatic problems, NCP criterion 1e-6, cap 20000
-outer iterations, 128 problems per row (``benchmarks/staggered_hyperstatic.py``, results
-``benchmarks/results/staggered_hyperstatic_{16,32}.md``), failed / mean outer iterations:
+(``STALL_PATIENCE``, ``STALL_FACTOR``): on random hyperstatic problems the guarded iteration fails
+no more often than plain Alg. 7 and needs fewer outer iterations than either plain Alg. 7 or
+unguarded Anderson.
 
-===============  ==============  ==============  ================
-contacts × dofs  plain Alg. 7    Anderson only   Anderson + guard
-===============  ==============  ==============  ================
-16 × 24          1 / 888         6 / 1291        1 / 687
-16 × 32          0 / 1143        2 / 1035        0 / 841
-32 × 64          3 / 2618        6 / 2744        3 / 2405
-===============  ==============  ==============  ================
-
-The failures left are the algorithm's, the same problems with or without acceleration: three
-of the four crawl on (cap 100000: 1e-6 after 22205, 26355 and 37939 outer iterations) and one
-(32 × 64, problem 35) is stuck at 5.2e-3 — Alg. 7 has no convergence guarantee (seed 001 §III-D,
-"seems, in practice, to converge most of the time"); ADMM solves it in 944 iterations. The slow
-ones are slow for ADMM too (``ADMM("ncp")`` capped at 3000 leaves two of the four above 1e-6).
+The failures left are the algorithm's, the same problems with or without acceleration: Alg. 7 has
+no convergence guarantee (seed 001 §III-D, "seems, in practice, to converge most of the time");
+most of them converge with a much larger iteration cap, and the slow ones are slow for ADMM too.
 """
 
 from __future__ import annotations
@@ -56,8 +44,8 @@ import jax.numpy as jnp
 from ..math import safe_norm
 from .admm import _KAPPA_MAX, adapt_rho
 from .anderson import AndersonHistory, anderson_init, anderson_step
-from .problem import criterion
-from .solve import ContactSolver
+from .problem import Formulation, criterion
+from .solver import ContactSolver
 
 __all__ = ["StaggeredProjections", "StaggeredState", "eigen_admm"]
 
@@ -131,7 +119,7 @@ def _feasible(force, friction):
 
 #: Anderson acceleration is switched off (for the rest of the solve) once the NCP criterion of the
 #: iterates has not dropped below ``STALL_FACTOR`` × its best for ``STALL_PATIENCE`` outer
-#: iterations; see the module docstring for the measurements behind the two numbers
+#: iterations; see the module docstring for why
 STALL_PATIENCE = 50
 STALL_FACTOR = 0.9
 
@@ -182,7 +170,7 @@ class StaggeredProjections(ContactSolver):
         self.inner_iterations = int(inner_iterations)
         self.anderson_memory = int(anderson_memory)
         self.tolerance = jnp.asarray(tolerance)
-        self.formulation = "ncp"
+        self.formulation = Formulation.NCP
 
     def init(self, problem, warm_force, warm_rho):
         A, idx_n, idx_t = _blocks(problem)

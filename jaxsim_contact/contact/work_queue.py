@@ -2,13 +2,12 @@
 
 ``jax.vmap(solve)`` over ``B`` problems runs one ``while_loop`` whose every trip advances all ``B``
 lanes: it costs the *slowest* problem's iteration count times the batch, and on random problems
-the iteration counts are heavy-tailed (ADMM on the NCP, 1024 problems with 4 contacts, tolerance
-1e-6: mean 116, maximum 1000 = the cap — ``benchmarks/results/solvers_b1024_chunk32.json``). :func:`solve_batch` instead keeps
-``lanes`` problems in flight: every ``refill_every`` iterations the lanes whose problem converged
-(or reached ``max_iterations``) write their result and take the next problem of the queue, so the
-batch costs about the *mean* iteration count per problem. The iterates of each problem are those
-:func:`~jaxsim_contact.contact.solve` computes (the same solver steps on the same data, seed 001
-§III); only their scheduling differs.
+the iteration counts are heavy-tailed (a few problems run to the iteration cap, far beyond the
+mean). :func:`solve_batch` instead keeps ``lanes`` problems in flight: every ``refill_every``
+iterations the lanes whose problem converged (or reached ``max_iterations``) write their result
+and take the next problem of the queue, so the batch costs about the *mean* iteration count per
+problem. The iterates of each problem are those :func:`~jaxsim_contact.contact.solve` computes
+(the same solver steps on the same data, seed 001 §III); only their scheduling differs.
 
 This helps wherever problems are independent and their number exceeds the lanes: offline data
 generation, benchmarks, batches of contact queries. It does not apply inside a vmapped simulation
@@ -20,17 +19,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .problem import ContactProblem
-from .solve import (
-    ContactSolution,
-    ContactSolver,
-    _checked,
-    _initial_state,
-    _freeze,
-    _Loop,
-    _solution,
-    sanitize_problem,
-)
+from .gradients import checked_solver, solution
+from .loop import Loop, freeze, initial_state
+from .problem import ContactProblem, sanitize_problem
+from .solver import ContactSolution, ContactSolver
 
 __all__ = ["solve_batch", "default_lanes"]
 
@@ -39,15 +31,15 @@ __all__ = ["solve_batch", "default_lanes"]
 LANE_BUDGET_BYTES = 600_000
 MAX_LANES = 32
 #: at least two lanes: a lone eigendecomposition costs more than a batched pair (ADMM's eigh
-#: variant, 64 contacts: 2.3x the time per problem on 1 lane as on 2, solve_batch_lanes.md)
+#: variant)
 MIN_LANES = 2
 
 
 def default_lanes(num_contacts: int, dtype) -> int:
     """Lanes :func:`solve_batch` uses when ``lanes=None``: ``LANE_BUDGET_BYTES`` over the bytes of
     one ``(3n, 3n)`` Delassus matrix of ``dtype``, clipped to ``[MIN_LANES, MAX_LANES]`` — 32 for up
-    to 16 contacts, 8 for 32, 2 for 64 in float64. Measured on one CPU core
-    (``benchmarks/results/solve_batch_lanes.md``); on a GPU pass ``lanes`` explicitly (many more)."""
+    to 16 contacts, 8 for 32, 2 for 64 in float64. Chosen for one CPU core; on a GPU pass
+    ``lanes`` explicitly (many more)."""
     per_lane = (3 * int(num_contacts)) ** 2 * jnp.dtype(dtype).itemsize
     return int(min(MAX_LANES, max(MIN_LANES, LANE_BUDGET_BYTES // per_lane)))
 
@@ -68,10 +60,9 @@ def solve_batch(problems: ContactProblem, solver: ContactSolver | None = None, w
       lanes: problems in flight (static int ≥ 1; ``None``: :func:`default_lanes` from the
         problem size); ``min(lanes, B)`` are used. More lanes amortise per-kernel overhead over
         more problems; fewer keep the lanes' matrices in cache and shorten the final drain, when
-        the last problems run alone. Measured on one CPU core
-        (``benchmarks/results/solve_batch_lanes.md``, ``solvers_b1024_queue*.md``): 8–32 for 4–16
-        contacts, 4–16 for 32, 1–8 for 64 (a 192 × 192 Delassus matrix is 295 kB; 32 lanes there cost 1.5–1.75×
-        the best); the automatic choice is within 1.09× of the best count on every row.
+        the last problems run alone. On one CPU core the best count falls as the problems grow
+        (a 192 × 192 Delassus matrix, 64 contacts, is 295 kB), which the automatic choice
+        follows.
       refill_every: iterations between refills (static int ≥ 1). A solver that works in epochs
         (ADMM's Cholesky variant refactors every ``refactor_every`` iterations) refills at whole
         epochs: every ``max(1, refill_every // epoch_length)`` epochs. A problem that finishes
@@ -87,7 +78,7 @@ def solve_batch(problems: ContactProblem, solver: ContactSolver | None = None, w
     if gradient == "unrolled":
         raise ValueError("solve_batch runs a work queue in a while_loop and cannot unroll it; use "
                          "jax.vmap(jc.contact.solve) with gradient='unrolled'")
-    solver = _checked(solver, gradient)
+    solver = checked_solver(solver, gradient)
     if problems.delassus.ndim != 3:
         raise ValueError("solve_batch expects problems with a leading batch axis (delassus of shape "
                          f"(B, 3n, 3n)), got delassus of shape {problems.delassus.shape}")
@@ -103,11 +94,11 @@ def solve_batch(problems: ContactProblem, solver: ContactSolver | None = None, w
     safe, finite = jax.vmap(sanitize_problem)(problems)
     loop_safe, loop_solver, loop_warm = jax.lax.stop_gradient((safe, solver, warm_start))
     warm_axis = None if loop_warm is None else 0
-    state0, crit0 = jax.vmap(lambda p, s, w: _initial_state(p, s, loop_solver, w, None),
+    state0, crit0 = jax.vmap(lambda p, s, w: initial_state(p, s, loop_solver, w, None),
                              in_axes=(0, 0, warm_axis))(problems, loop_safe, loop_warm)
 
     def lane_loop(safe_one):
-        return _Loop(loop_solver, safe_one, unrolled=False)
+        return Loop(loop_solver, safe_one, unrolled=False)
 
     carry0 = jax.vmap(lambda s, st, c: lane_loop(s).start(st, c))(loop_safe, state0, crit0)
     advances = max(1, refill_every // lane_loop(None).steps_per_advance)
@@ -134,7 +125,7 @@ def solve_batch(problems: ContactProblem, solver: ContactSolver | None = None, w
         next_index = next_index + jnp.sum(retire)
         index = jnp.minimum(lane_index, batch - 1)
         # per lane: retired lanes take the new problem and its initial state, the others keep theirs
-        keep = jax.vmap(_freeze)
+        keep = jax.vmap(freeze)
         lane_safe = keep(~retire, lane_safe, take(loop_safe, index))
         lane_carry = keep(~retire, lane_carry, take(carry0, index))
         return lane_index, lane_safe, lane_carry, next_index, results
@@ -155,5 +146,5 @@ def solve_batch(problems: ContactProblem, solver: ContactSolver | None = None, w
     start = (first, take(loop_safe, first), take(carry0, first), jnp.asarray(width), results0)
     _, _, _, _, results = jax.lax.while_loop(lambda c: jnp.any(c[0] < batch), trip, start)
 
-    finish = jax.vmap(lambda p, s, f, *r: _solution(p, s, f, solver, loop_solver, gradient, *r))
+    finish = jax.vmap(lambda p, s, f, *r: solution(p, s, f, solver, loop_solver, gradient, *r))
     return finish(problems, safe, finite, *results)

@@ -1,13 +1,13 @@
 """``chunked_vmap``: batches whose per-environment results do not depend on the batch size.
 
 Why: on XLA:CPU, ``jax.vmap(jc.step)`` over ``B`` environments compiles one program per ``B``,
-and XLA vectorises reductions over small axes differently per batch extent. Example (measured,
-``benchmarks/batch_size_determinism.py``): ``jnp.sum(x**2, -1)`` on a ``(B, 4, 4)`` array sums
-``(x0² + x2²) + (x1² + x3²)`` for ``B = 256`` (vectorised) but sequentially for ``B = 7``, so the
-same environment's quaternion norm differs in the last bit and the trajectories drift apart at
-the 1e-16 level (1e-12 N in contact forces after 12 steps). ``chunked_vmap`` runs every batch as
-``lax.map`` over chunks of a fixed size ``chunk_size`` (padding the last chunk), so the compiled
-per-chunk code, and hence every environment's arithmetic, is the same for every batch size.
+and XLA vectorises reductions over small axes differently per batch extent. For example,
+``jnp.sum(x**2, -1)`` on a ``(B, 4, 4)`` array may sum ``(x0² + x2²) + (x1² + x3²)`` for a large
+``B`` (vectorised) but sequentially for a small one, so the same environment's quaternion norm
+differs in the last bit and the trajectories drift apart from the rounding level on.
+``chunked_vmap`` runs every batch as ``lax.map`` over chunks of a fixed size ``chunk_size``
+(padding the last chunk), so the compiled per-chunk code, and hence every environment's
+arithmetic, is the same for every batch size.
 """
 
 from __future__ import annotations
@@ -35,9 +35,7 @@ def chunked_vmap(fn: Callable, chunk_size: int = 8) -> Callable:
       chunk is padded with copies of environment 0 (valid inputs, results discarded). Jit-,
       grad- and vmap-able; chunks run one after another, so on accelerators prefer plain
       ``jax.vmap`` unless bitwise batch-size independence is needed. On a CPU, large batches of
-      contact-rich scenes run *faster* in chunks, whose working set stays in cache: the 10-box
-      tower at batch 256 steps 2.2x faster in chunks of 16 than under plain ``vmap``
-      (``benchmarks/results/step_chunk16.md``).
+      contact-rich scenes can run *faster* in chunks, whose working set stays in cache.
     """
     if not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunked_vmap: chunk_size must be a positive int, got {chunk_size!r}")

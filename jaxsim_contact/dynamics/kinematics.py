@@ -146,12 +146,11 @@ def _compose_along_paths(parent: np.ndarray, levels, local_pos: jax.Array, local
     composition over that suffix, joined to the finished prefix by a concatenation.
 
     Not a ``lax.scan`` over depth levels: linearising a scan for reverse mode stacks every
-    intermediate of its body per level (one dynamic-update-slice kernel each, ~30 per level), and
-    a chain robot has one level per link (the Panda 11). A/B against the scan (medians of 4
-    runs, one core each): step humanoid 0.78 -> 0.67 ms, Panda and Go2 unchanged; ``jacrev`` of a
-    step Panda 0.43 -> 0.41, humanoid 1.82 -> 1.62, Go2 1.54 -> 1.51; ``jacfwd`` Panda 0.62 ->
-    0.59, humanoid 2.73 -> 2.70, but Go2 2.50 -> 2.92 (``log₂ depth`` rounds over most bodies
-    carry more tangent work than one pass per level; its ``jacrev`` is the faster mode).
+    intermediate of its body per level (one dynamic-update-slice kernel each), and a chain robot
+    has one level per link (the Panda 11). Pointer jumping is as fast or faster for a step and
+    its ``jacrev``; only ``jacfwd`` of a shallow, wide tree can be slower (``log₂ depth`` rounds
+    over most bodies carry more tangent work than one pass per level), and there ``jacrev`` is
+    the faster mode anyway.
     """
     order = np.concatenate([[0], *levels]).astype(np.int64)  # by depth, the world first
     rank = np.argsort(order)

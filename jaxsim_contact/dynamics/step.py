@@ -4,7 +4,7 @@ One step (DESIGN §2; seed 001 §II-A time stepping, seed 004 §II-C):
 
     M, bias           at q                                   (CRBA, RNEA)
     τ_smooth          = passive(q, v) + actuators(q, v, ctrl) - bias
-    contact stage     τ_constraint = Jᵀ f from the contact problem (jaxsim_contact.pipeline)
+    contact stage     τ_constraint = Jᵀ f from the contact problem (jaxsim_contact.constraints)
     v⁺ = v + dt (M + dt·D)⁻¹ (τ_smooth + τ_constraint)        D = diag(dof_damping)
     q⁺ = q ⊕ v⁺ dt                                            (manifold integration)
 
@@ -23,9 +23,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..constraints import contact_stage, initial_contact_data
 from ..linalg import grouped_cholesky
 from ..model import ErrorFlag, Model, State, error_bit
-from ..pipeline.constraints import contact_stage, initial_contact_data
 from .crba import mass_matrix_from_kinematics
 from .integration import integrate_positions
 from .kinematics import Kinematics, forward_kinematics, motion_axes
@@ -40,13 +40,12 @@ class SmoothDynamics(eqx.Module):
     Attributes:
       mass_matrix: ``(nv, nv)`` ``M(q)``, armature included.
       cholesky: ``(nv, nv)`` lower Cholesky factor ``L`` of ``M + dt·diag(damping)``, factorised
-        kinematic tree by kinematic tree (:func:`jaxsim_contact.linalg.grouped_cholesky`; the
-        10-box tower's ``L`` and ``L⁻¹`` at batch 256: 16.2 → 2.8 ms).
+        kinematic tree by kinematic tree (:func:`jaxsim_contact.linalg.grouped_cholesky`: ``M``
+        has no entry between two trees, and small blocks factorise faster than the whole).
       cholesky_inverse: ``(nv, nv)`` ``L⁻¹`` (lower triangular). Every solve of the step is a
         product with it: XLA:CPU expands a batched triangular solve into a slow loop, so one solve
         with ``nv`` right-hand sides and matrix products beat a solve with the contact rows'
-        ``3n`` right-hand sides (batch 32, one core: ``nv`` 18 / ``3n`` 204 1,130 → 180 µs,
-        27 / 87 442 → 250 µs, 60 / 132 3,320 → 1,458 µs; equal to 3e-16).
+        ``3n`` right-hand sides.
       smooth_force: ``(nv,)`` passive + actuator - bias generalised forces.
       free_velocity: ``(nv,)`` velocity after one step without constraints, ``v_f``.
       kinematics: forward kinematics at ``q`` (reused by the contact stage).
@@ -232,10 +231,9 @@ def rollout(model: Model, state: State, ctrls: jax.Array,
     else:
         # T is not a multiple of k: the last segment ends with padding steps whose result is
         # discarded (the state is kept). One segment program instead of a second copy of the
-        # checkpointed segment for the T mod k remaining steps — the gradient of an 11-step
-        # contact rollout with k = 3 compiles in 19 s instead of 34 s — for at most k - 1 wasted
-        # steps. A select, not a lax.cond: the cond's branch residuals raised the planned memory
-        # of a 1000-step gradient by 27 %, the select's by 0.3 %. A padding step's derivatives
+        # checkpointed segment for the T mod k remaining steps (much less to compile) for at
+        # most k - 1 wasted steps. A select, not a lax.cond: the cond's branch residuals would
+        # raise the memory planned for a long gradient far more. A padding step's derivatives
         # are multiplied by zero; like any step's, non-finite ones would still poison the
         # gradient, and they start from the final state, a state the rollout itself reached.
         def segment_body(carry: State, indexed_ctrl):

@@ -26,8 +26,11 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import mujoco
 
 from ..dynamics import init as sim_init
+from ..io import compile_spec, from_mjmodel, prepare_spec
+from ..io.urdf import default_package_dirs
 from .base import Env
 
 __all__ = ["Go2Run", "go2_model", "GO2_STANDING_POSE"]
@@ -38,8 +41,6 @@ _STANDING_BASE_HEIGHT = 0.33  # m; feet just above the floor in GO2_STANDING_POS
 
 
 def _go2_urdf() -> Path:
-    from ..io.urdf import default_package_dirs
-
     for root in default_package_dirs():
         path = root / "go2_description" / "urdf" / "go2.urdf"
         if path.is_file():
@@ -57,10 +58,6 @@ _TRUNK_HALF_EXTENTS = (0.19, 0.047, 0.057)
 
 @functools.lru_cache(maxsize=8)
 def _go2_mjmodel(kp: float, kd: float, torque_limit: float, collision: str):
-    import mujoco
-
-    from ..io import compile_spec, prepare_spec
-
     path = _go2_urdf()
     spec = prepare_spec(path, floating_base=True)
     if collision == "feet":
@@ -103,8 +100,6 @@ def go2_model(*, kp: float = 30.0, kd: float = 1.0, torque_limit: float = 23.7,
         with the floor, as usual for locomotion RL (compiles and runs several times faster);
         ``"meshes"``: the URDF's 19 convex collision meshes (GJK/EPA against the floor).
     """
-    from ..io import from_mjmodel
-
     if collision not in ("feet", "meshes"):
         raise ValueError(f"go2_model: collision must be 'feet' or 'meshes', got {collision!r}")
     mj = _go2_mjmodel(float(kp), float(kd), float(torque_limit), collision)

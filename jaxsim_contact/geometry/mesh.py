@@ -4,7 +4,7 @@ Seed 000 "GJK++" §II ("Computing support vector on meshes"): the support of a p
 it is found either by a dense ``argmax`` over all vertices or by hill-climbing over the vertex
 adjacency graph from a warm-start vertex. ``benchmarks/gjk.py`` times both; the dense max is the
 default because on CPU and GPU a fused matrix-vector product over ≤ a few thousand vertices is
-cheaper than the sequential, data-dependent gathers of hill-climbing (see the benchmark results).
+cheaper than the sequential, data-dependent gathers of hill-climbing.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Loading models (MJCF and URDF through the MuJoCo compiler, with host-side validation) and
-checkpoints of models and states (:mod:`.checkpoint`; no pickle anywhere in this package)."""
+"""Loading models (MJCF and URDF through the MuJoCo compiler, with host-side validation), editing
+a loaded scene (:func:`add_floor`, :func:`set_collision`), and checkpoints of models and states
+(:mod:`.checkpoint`; no pickle anywhere in this package)."""
 
 from .checkpoint import (
     CheckpointError,
@@ -22,6 +23,7 @@ from .errors import (
     UnsupportedFeatureError,
 )
 from .loader import compile_mjmodel, compile_spec, from_mjmodel, load, prepare_spec
+from .scene import add_floor, set_collision
 
 __all__ = [
     "load",
@@ -36,6 +38,8 @@ __all__ = [
     "prepare_spec",
     "compile_spec",
     "from_mjmodel",
+    "add_floor",
+    "set_collision",
     "ModelError",
     "ModelParseError",
     "MissingAssetError",

@@ -38,6 +38,8 @@ import equinox as eqx
 import jax
 import numpy as np
 
+from .._version import __version__
+
 __all__ = [
     "save",
     "restore",
@@ -79,8 +81,6 @@ class CheckpointStructureError(CheckpointError):
 
 
 def _package_version() -> str:
-    from .. import __version__
-
     return __version__
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 
+from ..collision.pairs import build_collision_structure
 from ..model import KinematicTree, Model, Options
-from ..pipeline.pairs import build_collision_structure
 from ..types import GeomType, JointType
 from .errors import (
     DegenerateMeshError,

@@ -22,8 +22,11 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+import jax
 import numpy as np
 
+from ..constraints import contact_slots
+from ..dynamics import body_poses
 from ..types import GeomType
 
 __all__ = ["to_html", "HTMLReplay", "MAX_ENVIRONMENTS", "LAYOUTS"]
@@ -78,10 +81,6 @@ def _static(name: str) -> str:
 
 @lru_cache(maxsize=None)
 def _batched_body_poses():
-    import jax
-
-    from ..dynamics import body_poses
-
     # one compilation per model structure and frame count (the model is a traced argument)
     return jax.jit(jax.vmap(body_poses, in_axes=(None, 0)))
 
@@ -252,7 +251,7 @@ def to_html(model, trajectory, path=None, env_ids=None, *, layout: str = "grid",
         range / repeated / empty, unknown ``layout``, or a non-finite first frame.
 
     Poses are ``jc.body_poses`` (MuJoCo's ``xpos`` / ``xquat``) of every kept frame; geoms use
-    MuJoCo's size conventions (DESIGN §5; ``pipeline/geoms.py``); meshes are drawn as their convex
+    MuJoCo's size conventions (DESIGN §5; ``collision/geoms.py``); meshes are drawn as their convex
     hull, which is what the collision pipeline uses. Once an environment's state becomes
     non-finite its bodies hold their last finite pose (noted in the page's caption).
     """
@@ -337,8 +336,6 @@ def to_html(model, trajectory, path=None, env_ids=None, *, layout: str = "grid",
     num_contact_slots = 0
     contact_points = ""
     if show_contacts and points is not None:
-        from ..pipeline import contact_slots
-
         num_contact_slots = min(contact_slots(model), points.shape[2])
         selected = points[ids][:, frames, :num_contact_slots].astype(np.float64)
         mask = active[ids][:, frames, :num_contact_slots].astype(bool) & np.isfinite(selected).all(-1)

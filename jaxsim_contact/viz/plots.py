@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import jax
 import numpy as np
+
+from ..constraints import contact_slots
+from ..dynamics import kinetic_energy, potential_energy
 
 __all__ = ["contact_force_series", "energy_series", "plot_contact_forces", "plot_energy", "select_env"]
 
@@ -72,8 +76,6 @@ def contact_force_series(model, trajectory, env_id=None, batch_axis: int = 0) ->
 
     Forces are the solver's ``λ`` in the contact frame ``(t1, t2, n)`` (seed 001 §II), in newtons.
     """
-    from ..pipeline import contact_slots
-
     one = select_env(trajectory, env_id, batch_axis)
     contact = getattr(one, "contact", None)
     if contact is None:
@@ -90,10 +92,6 @@ def contact_force_series(model, trajectory, env_id=None, batch_axis: int = 0) ->
 
 @lru_cache(maxsize=None)
 def _energy_function():
-    import jax
-
-    from ..dynamics import kinetic_energy, potential_energy
-
     def energies(model, q, v):
         return kinetic_energy(model, q, v), potential_energy(model, q)
 

@@ -58,3 +58,35 @@ def test_cap_returns_the_best_iterate_and_convergence_the_first_within_tolerance
     np.testing.assert_array_equal(sol.force[:, 0, 2], [2.5, 0.5, 0.2])
     np.testing.assert_array_equal(sol.converged, [False, True, True])
     np.testing.assert_array_equal(sol.iterations, [8, 2, 0])
+
+
+def test_a_solver_without_its_declared_attributes_cannot_be_built():
+    """The protocol is an abstract base: ``max_iterations``, ``tolerance`` and ``formulation`` are
+    declared (``eqx.AbstractVar``) and ``init`` / ``step`` / ``criterion`` abstract."""
+
+    class Incomplete(C.ContactSolver):
+        def init(self, problem, warm_force, warm_rho):
+            return None
+
+        def step(self, problem, state):
+            return state
+
+        def criterion(self, problem, state):
+            return jnp.zeros(())
+
+    with pytest.raises(TypeError, match="max_iterations"):
+        Incomplete()
+
+    class NoStep(C.ContactSolver):
+        tolerance: jax.Array
+        max_iterations: int = eqx.field(static=True, default=1)
+        formulation: str = eqx.field(static=True, default="ncp")
+
+        def init(self, problem, warm_force, warm_rho):
+            return None
+
+        def criterion(self, problem, state):
+            return jnp.zeros(())
+
+    with pytest.raises(TypeError, match="step"):
+        NoStep(jnp.asarray(1e-6))

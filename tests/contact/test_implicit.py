@@ -280,7 +280,7 @@ DT = 0.01
 def cube_step():
     """jit(vmap(jacfwd)) of ``v⁺ = v_f + Δt M⁻¹ Jᵀ λ(G, g, μ)`` w.r.t. the initial velocity, a
     mass scale and the friction coefficients, with ``G = J M⁻¹ Jᵀ`` built in JAX."""
-    system = C.builders.cube_on_plane(mass=1.0, half_size=0.1, friction=0.5)
+    system = jc.testing.problems.cube_on_plane(mass=1.0, half_size=0.1, friction=0.5)
     J = jnp.asarray(system.jacobian())
     M0 = jnp.asarray(system.mass_matrix())
     gravity = jnp.asarray([0.0, 0.0, -9.81, 0.0, 0.0, 0.0])
@@ -479,7 +479,7 @@ def sweep_problems():
     rng = np.random.default_rng(2024)
     Gs, gs, mus, Rs, acts = [], [], [], [], []
     for k in range(SWEEP):
-        p = C.builders.random_problem(rng, N, num_dofs=None if k % 3 else 6)
+        p = jc.testing.problems.random_problem(rng, N, num_dofs=None if k % 3 else 6)
         G, g, mu = (np.array(x) for x in (p.delassus, p.free_velocity, p.friction))
         R = np.zeros(3 * N)
         act = np.ones(N, bool)
@@ -550,13 +550,13 @@ def test_derivatives_finite_on_random_and_degenerate_problems(name):
 
 
 def test_gradient_option_is_validated():
-    p = C.builders.random_problem(np.random.default_rng(0), 2)
+    p = jc.testing.problems.random_problem(np.random.default_rng(0), 2)
     with pytest.raises(ValueError, match="gradient"):
         C.solve(p, C.PGS("ncp"), gradient="smooth")
 
 
 def test_raisim_has_no_implicit_rule():
-    p = C.builders.random_problem(np.random.default_rng(0), 1)
+    p = jc.testing.problems.random_problem(np.random.default_rng(0), 1)
     solver = C.Raisim(max_iterations=5)
     with pytest.raises(NotImplementedError, match="unrolled"):  # traced only, never compiled
         jax.eval_shape(lambda g: jax.jvp(

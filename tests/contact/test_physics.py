@@ -6,7 +6,7 @@ import numpy as np
 import jaxsim_contact as jc
 
 C = jc.contact
-B = C.builders
+B = jc.testing.problems
 DT = 1e-3
 
 

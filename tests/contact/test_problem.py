@@ -12,7 +12,7 @@ C = jc.contact
 
 def _simple(n=2):
     rng = np.random.default_rng(1)
-    return C.builders.random_problem(rng, n)
+    return jc.testing.problems.random_problem(rng, n)
 
 
 def test_bad_input_raises_naming_value():
@@ -140,7 +140,7 @@ def test_residuals_zero_at_known_solutions():
 
 def test_inactive_contacts_are_zero_and_decoupled():
     rng = np.random.default_rng(3)
-    p = C.builders.random_problem(rng, 4)
+    p = jc.testing.problems.random_problem(rng, 4)
     active = np.array([True, False, True, False])
     pm = C.ContactProblem(p.delassus, p.free_velocity, p.friction, active=active)
     idx = np.array([0, 1, 2, 6, 7, 8])

@@ -68,7 +68,7 @@ def reference_relaxed_force(formulation, G, g, mu, R, rho, start):
     return lam
 
 
-PROBLEM = C.builders.random_problem(np.random.default_rng(3), 3)  # full-rank G, 3 contacts
+PROBLEM = jc.testing.problems.random_problem(np.random.default_rng(3), 3)  # full-rank G, 3 contacts
 RHO = 1e-3
 
 

@@ -11,7 +11,7 @@ import pytest
 import jaxsim_contact as jc
 
 C = jc.contact
-B = C.builders
+B = jc.testing.problems
 
 # (num_contacts, num_dofs): None = full rank; 24 < 3*16 = rank deficient (hyperstatic)
 SIZES = [(1, None), (7, None), (64, None), (16, 24)]

@@ -26,7 +26,7 @@ def _problems(count=11, n=3):
     """Random problems with spread-out iteration counts; one has an inactive contact and one a
     NaN in its Delassus matrix (a lane must retire it with zero force, ``converged=False``)."""
     rng = np.random.default_rng(4)
-    problems = [C.builders.random_problem(rng, n) for _ in range(count)]
+    problems = [jc.testing.problems.random_problem(rng, n) for _ in range(count)]
     problems[2] = C.ContactProblem(problems[2].delassus, problems[2].free_velocity,
                                    problems[2].friction, active=jnp.asarray([True, False, True]))
     stacked = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *problems)

@@ -22,8 +22,8 @@ from jaxsim_contact.io import (
     ModelParseError,
     UnsupportedFeatureError,
 )
-from jaxsim_contact.pipeline.pairs import build_collision_structure, collision_structure
-from jaxsim_contact.pipeline.scene import rebuild_collision
+from jaxsim_contact.collision.pairs import build_collision_structure, collision_structure
+from jaxsim_contact.io.scene import rebuild_collision
 from jaxsim_contact.types import GeomType
 from dynamics_reference import MODELS, robots_dir, scene_path
 

@@ -1,4 +1,4 @@
-"""The contact stage's derivative gate (``constraints._gated_contact_stage_jvp``): when no pair
+"""The contact stage's derivative gate (``stage._gated_stage_jvp``): when no pair
 is near and no limit active it differentiates the ``all_far`` variant — no narrow phase, no
 solve — and the derivatives of every output stay those of the ungated stage, batched or not."""
 
@@ -13,7 +13,8 @@ import pytest
 
 import jaxsim_contact as jc
 from jaxsim_contact.dynamics import smooth_dynamics
-from jaxsim_contact.pipeline import constraints
+from jaxsim_contact.constraints import stage as constraints
+from jaxsim_contact.constraints.assembler import any_row_in_reach
 
 # a free box over a floor and a hinge arm with a limit: contacts, a limit slot, and a
 # configuration with neither in reach
@@ -66,7 +67,7 @@ def _stage(x, gated: bool):
     if gated:
         v_next, data, _ = constraints.contact_stage(model, state, smooth, dt)
     else:
-        v_next, data, _ = constraints._contact_stage(model, state, smooth, dt, all_far=False)
+        v_next, data, _ = constraints._stage(model, state, smooth, dt, all_far=False)
     return jnp.concatenate([v_next, data.distance, data.point.ravel(), data.frame.ravel(),
                             data.force.ravel(), data.penetration[None]])
 
@@ -88,7 +89,7 @@ def _in_reach(x):
     model = _model()
     state = jc.init(model, q=x[:model.nq], v=x[model.nq:])
     smooth = smooth_dynamics(model, state, jnp.zeros(model.nu))
-    return bool(constraints._any_slot_in_reach(model, state, smooth, model.options.dt))
+    return bool(any_row_in_reach(model, state, smooth, model.options.dt))
 
 
 def test_configurations_cover_both_branches():

@@ -13,7 +13,8 @@ import pytest
 import jaxsim_contact as jc
 from jaxsim_contact.geometry import Box, Capsule, Cone, Plane, Sphere
 from jaxsim_contact.math import Transform, quat_from_axis_angle, quat_to_matrix
-from jaxsim_contact.pipeline import GeomData, pair_function
+from jaxsim_contact.collision import pair_function
+from jaxsim_contact.collision.geoms import GeomData
 from jaxsim_contact.types import GeomType as T
 
 RNG = np.random.default_rng(42)
@@ -226,7 +227,7 @@ def test_culling_budget_overflow_is_flagged_and_keeps_the_closest_pairs():
     import dataclasses
 
     kin = jc.dynamics.forward_kinematics(model, model.qpos0)
-    narrow = jax.jit(lambda m: jc.pipeline.narrow_phase(m, m.collision, kin, m.options.contact_margin))
+    narrow = jax.jit(lambda m: jc.collision.narrow_phase(m, m.collision, kin.body_pos, kin.body_quat, m.options.contact_margin))
     full = narrow(model)
     assert not bool(full.overflow)
     # 4 cubes on the floor (4 points each) and 4 side-by-side neighbour pairs within the margin
@@ -252,10 +253,10 @@ def _hull_points(count: int, radius: float, seed: int) -> str:
 
 def test_mesh_pairs_in_hull_size_buckets_equal_one_padded_batch(tmp_path, monkeypatch):
     # three meshes of 8, 40 and 300 hull vertices sink 1 mm into a floor (contype 2: meshes touch
-    # the floor only): bucketed by hull size (pipeline.narrowphase.width_buckets), the narrow
+    # the floor only): bucketed by hull size (collision.narrowphase.width_buckets), the narrow
     # phase must give the candidates of one vmap over hulls all padded to 300 vertices (up to
     # rounding: other vector widths), in the same order (keys, warm starts)
-    from jaxsim_contact.pipeline import narrowphase
+    from jaxsim_contact.collision import narrowphase
 
     cube = " ".join(f"{x} {y} {z}" for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.1, 0.1))
     xml = f"""
@@ -283,7 +284,7 @@ def test_mesh_pairs_in_hull_size_buckets_equal_one_padded_batch(tmp_path, monkey
     kin = jc.dynamics.forward_kinematics(model, model.qpos0)
 
     def narrow():
-        return jax.jit(lambda m: jc.pipeline.narrow_phase(m, m.collision, kin, m.options.contact_margin))(model)
+        return jax.jit(lambda m: jc.collision.narrow_phase(m, m.collision, kin.body_pos, kin.body_quat, m.options.contact_margin))(model)
 
     bucketed = narrow()
     monkeypatch.setattr(narrowphase, "width_buckets", lambda model, structure, group: [np.arange(group.num_pairs)])
@@ -307,8 +308,8 @@ def test_mixed_shape_lane_equals_its_own_geometry_class(kind):
     # gives its own class's support, Hessian, inflation, bounding radius and centre; derivatives
     # w.r.t. the direction and the size stay finite although every other member's branch is also
     # evaluated on this lane's parameters
-    from jaxsim_contact.pipeline.geoms import to_shape
-    from jaxsim_contact.pipeline.mixed import mixed_shapes
+    from jaxsim_contact.collision.geoms import to_shape
+    from jaxsim_contact.collision.mixed import mixed_shapes
 
     verts = np.asarray(RNG.normal(size=(12, 3)) * 0.2) if kind == T.MESH else None
     g = geom([0.1, -0.2, 0.3], random_quat(), MIXED_SIZES[kind], vertices=verts)
@@ -338,9 +339,9 @@ def test_mixed_shape_lane_equals_its_own_geometry_class(kind):
 
 def test_general_pair_groups_share_one_query_program_with_equal_results(tmp_path, monkeypatch):
     # capsule-box (5 perturbed queries per pair) and box-ellipsoid (one query) have no closed form:
-    # the narrow phase runs them as lanes of one GJK/EPA program (pipeline/mixed.py). At random
+    # the narrow phase runs them as lanes of one GJK/EPA program (collision/mixed.py). At random
     # overlapping poses its candidates equal those of one program per group (the old path)
-    from jaxsim_contact.pipeline import narrowphase
+    from jaxsim_contact.collision import narrowphase
 
     xml = """
     <mujoco>
@@ -365,7 +366,7 @@ def test_general_pair_groups_share_one_query_program_with_equal_results(tmp_path
     def narrow():
         def one(q):
             kin = jc.dynamics.forward_kinematics(model, q)
-            return jc.pipeline.narrow_phase(model, model.collision, kin, jnp.asarray(0.01))
+            return jc.collision.narrow_phase(model, model.collision, kin.body_pos, kin.body_quat, jnp.asarray(0.01))
         return jax.jit(jax.vmap(one))(jnp.asarray(qs))
 
     merged = narrow()
@@ -394,7 +395,7 @@ def test_pairs_out_of_reach_report_a_lower_bound_and_step_like_a_scene_without_c
     path.write_text(FAR_SCENE)
     model = jc.load(path, dtype=jnp.float64)
     kin = jc.dynamics.forward_kinematics(model, model.qpos0)
-    cands = jax.jit(lambda m: jc.pipeline.narrow_phase(m, m.collision, kin, m.options.contact_margin))(model)
+    cands = jax.jit(lambda m: jc.collision.narrow_phase(m, m.collision, kin.body_pos, kin.body_quat, m.options.contact_margin))(model)
     assert not bool(jnp.any(cands.active))
     # true distances: plane-sphere 1 - 0.3 and 2 - 0.25, sphere-sphere |(0.1, 0, 1)| - 0.55
     true = {(0, 1): 0.7, (0, 2): 1.75, (1, 2): float(np.hypot(0.1, 1.0)) - 0.55}
@@ -438,7 +439,7 @@ def test_culling_bound_never_exceeds_the_distance_and_is_tight_for_long_capsules
     """The culling bound (capsules: from their segments) is a lower bound of the closed-form
     distance over random poses — a pair culled as far can never touch — and much tighter than
     bounding spheres for long capsules side by side."""
-    from jaxsim_contact.pipeline.narrowphase import pair_bound
+    from jaxsim_contact.collision.narrowphase import pair_bound
 
     ta, tb = types
     count = 300

@@ -15,7 +15,7 @@ import pytest
 
 import jaxsim_contact as jc
 from jaxsim_contact.model import ErrorFlag
-from jaxsim_contact.pipeline.jacobian import limited_joints
+from jaxsim_contact.constraints.limit_rows import limited_joints
 from conftest import rollout, step
 from dynamics_reference import SCENES, scene_path
 
@@ -35,8 +35,8 @@ def robot(name: str):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*ignoring equality constraint")
         model = jc.load(scene_path(name), **SCENES[name][1])
-    model = jc.pipeline.add_floor(model, height=FLOOR_HEIGHT.get(name, 0.0))
-    model = jc.pipeline.set_collision(model, self_collision=False,
+    model = jc.io.add_floor(model, height=FLOOR_HEIGHT.get(name, 0.0))
+    model = jc.io.set_collision(model, self_collision=False,
                                       world_is_robot_base=ROBOTS[name] is None)
     q0 = np.asarray(model.qpos0).copy()
     if ROBOTS[name] is not None:
@@ -82,20 +82,20 @@ def test_fixed_base_palm_is_part_of_the_robot():
     mujoco.mj_forward(mj, data)
     mj_pairs = {tuple(sorted(map(int, c.geom))) for c in data.contact[: data.ncon]}
     assert data.ncon > 0 and all(0 in p for p in mj_pairs)  # palm (world geom 0) vs links
-    base = jc.pipeline.add_floor(jc.io.from_mjmodel(mj))
+    base = jc.io.add_floor(jc.io.from_mjmodel(mj))
 
     def pairs(model):
         return {tuple(sorted(p)) for g in model.collision.groups for p in zip(g.geom_a, g.geom_b)}
 
     default = pairs(base)
     assert mj_pairs <= default
-    fixed = jc.pipeline.set_collision(base, self_collision=False, world_is_robot_base=True)
+    fixed = jc.io.set_collision(base, self_collision=False, world_is_robot_base=True)
     kept = pairs(fixed)
     floor = len(base.geom_type) - 1
     assert not (mj_pairs & kept) and all(floor in p for p in kept)
     assert {p for p in default if floor in p} == kept  # every link still meets the floor
     # the exclusions survive a later rebuild (another floor appended)
-    assert not (mj_pairs & pairs(jc.pipeline.add_floor(fixed, height=-1.0)))
+    assert not (mj_pairs & pairs(jc.io.add_floor(fixed, height=-1.0)))
 
 
 def test_free_objects_still_meet_a_fixed_base_robot_and_the_world_geoms(tmp_path):
@@ -112,7 +112,7 @@ def test_free_objects_still_meet_a_fixed_base_robot_and_the_world_geoms(tmp_path
           <geom name="link2" type="capsule" fromto="0 0 0 0.2 0 0" size="0.03"/></body></body>
       <body name="cube" pos="0.6 0 0.3"><freejoint/><geom name="cube" type="box" size="0.05 0.05 0.05"/></body>
     </worldbody></mujoco>""")
-    model = jc.pipeline.set_collision(jc.load(path), self_collision=False, world_is_robot_base=True)
+    model = jc.io.set_collision(jc.load(path), self_collision=False, world_is_robot_base=True)
     names = model.geom_names
     kept = {tuple(sorted((names[a], names[b]))) for g in model.collision.groups
             for a, b in zip(g.geom_a, g.geom_b)}

@@ -403,8 +403,19 @@ def test_gradient_option_is_validated_at_construction():
     with pytest.raises(ValueError, match="RelaxedComplementarity"):
         model.replace_options(gradient="smoothed")
 
-    class Uncapped(jc.contact.ContactSolver):  # a solver protocol without an iteration cap
+    class Uncapped(jc.contact.ContactSolver):  # the solver protocol without an iteration cap
+        tolerance: jax.Array = eqx.field(default_factory=lambda: jnp.asarray(1e-6))
+        max_iterations: None = eqx.field(static=True, default=None)
         formulation: str = eqx.field(static=True, default="ncp")
+
+        def init(self, problem, warm_force, warm_rho):
+            raise NotImplementedError
+
+        def step(self, problem, state):
+            raise NotImplementedError
+
+        def criterion(self, problem, state):
+            raise NotImplementedError
 
     with pytest.raises(ValueError, match="fixed iteration cap"):
         model.replace_options(solver=Uncapped(), gradient="unrolled")

@@ -16,8 +16,6 @@ pair compiles once.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -28,10 +26,7 @@ from hypothesis import strategies as st
 
 import jaxsim_contact as jc
 
-_spec = importlib.util.spec_from_file_location(
-    "nan_fuzz", Path(__file__).resolve().parents[2] / "benchmarks" / "nan_fuzz.py")
-nan_fuzz = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(nan_fuzz)
+from jaxsim_contact.testing import fuzz as nan_fuzz
 
 # (type a, type b, whether the witness points are unique when separated)
 # every shape type once; three GJK/EPA pairs (three compilations each) keep the file near 40 s

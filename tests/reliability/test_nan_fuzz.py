@@ -1,20 +1,15 @@
-"""NaN fuzz, test-sized (issue 8): a sample of ``benchmarks/nan_fuzz.py`` — random collision
+"""NaN fuzz, test-sized (issue 8): a sample of ``jaxsim_contact.testing.fuzz`` — random collision
 configurations (touching, coincident centres, parallel faces, edge–edge, scales 1e-3 to 1e3) and
 random contact problems (degenerate Delassus, zero friction, magnitudes 1e-6 to 1e6) — must give
-no non-finite value, forward-mode or reverse-mode derivative. The benchmark script runs the same
-code at 10⁵ configurations per pair; this file keeps a few pairs small enough for CI."""
+no non-finite value, forward-mode or reverse-mode derivative. ``benchmarks/nan_fuzz.py`` runs the
+same code at 10⁵ configurations per pair; this file keeps a few pairs small enough for CI."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import pytest
 
-_spec = importlib.util.spec_from_file_location(
-    "nan_fuzz", Path(__file__).resolve().parents[2] / "benchmarks" / "nan_fuzz.py")
-nan_fuzz = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(nan_fuzz)
+from jaxsim_contact.testing import fuzz as nan_fuzz
 
 SAMPLES = 2000
 CHUNK = 1000

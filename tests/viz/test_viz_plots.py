@@ -94,7 +94,7 @@ def test_replay_carries_the_active_contact_points(cube):
     data = json.loads(re.search(r'<script id="jc-data" type="application/json">(.*?)</script>', page,
                                 flags=re.S).group(1))
     slots = data["num_contact_slots"]
-    assert slots == jc.pipeline.contact_slots(model)
+    assert slots == jc.constraints.contact_slots(model)
     points = np.frombuffer(base64.b64decode(data["contact_points"]), "<f4").reshape(2, STEPS, slots, 3)
     resting = points[0, -1][np.isfinite(points[0, -1, :, 0])]
     assert resting.shape == (4, 3)

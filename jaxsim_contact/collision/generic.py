@@ -15,8 +15,8 @@ One GJK/EPA query gives one contact point. Two flat faces in contact need severa
 4. reduce the 5 candidates to 4 by :func:`~.manifold.reduce_to_four` (duplicates dropped).
 
 The perturbations do not depend on the first query, so all five queries run as one vmapped
-``distance``: one GJK/EPA program per pair type instead of two (compile time and HLO size of the
-step roughly halve for scenes with mesh/box/capsule/cylinder pairs). Curved pairs get nearby
+``distance``: one GJK/EPA program per pair type instead of two (less compile time and a smaller
+HLO for scenes with mesh/box/capsule/cylinder pairs). Curved pairs get nearby
 points whose depth grows with ``ε²``; they drop out against the contact margin. Pair types made of
 a smooth shape (sphere/ellipsoid: strictly convex, so it touches at one point) and plane pairs
 use the single query.
@@ -28,9 +28,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..collision import distance
 from ..math import Transform, quat_mul, quat_rotate
 from ..types import GeomType
+from .distance import distance
 from .geoms import GeomData, bounding_sphere, to_shape
 from .manifold import Manifold, make_manifold, reduce_to_four
 from .primitives import point_tolerance

@@ -24,13 +24,13 @@ DESIGN §2 stages 2–3. For every static :class:`~.pairs.PairGroup`:
    with a mesh side share one vmapped ``distance`` call, and so do those of analytic shapes
    (:func:`merged_general_groups`): their pairs' queries are lanes over
    :class:`~.mixed.MixedShape` (:func:`_merged_generic_manifolds`), since each group would be one
-   more ~6–11 s GJK + EPA program to compile;
+   more GJK + EPA program, slow to compile;
 3. candidates of all groups are concatenated with their bodies, friction (MuJoCo's rule: the
    larger of the two geoms' sliding coefficients) and a stable integer key
    ``4·(model-wide pair index) + slot`` used to warm-start the solver across steps.
 
 Adding a pair type = one function ``(GeomData a, GeomData b, margin) -> Manifold`` registered in
-``PAIR_FUNCTIONS`` with its point count.
+``PAIR_FUNCTIONS`` with its point count (:mod:`.registry`).
 """
 
 from __future__ import annotations
@@ -41,50 +41,20 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..batching import any_in_batch
-from ..dynamics.kinematics import Kinematics
 from ..math import Transform, safe_norm, safe_normalize
 from ..model import Model
 from ..types import GeomType
-from . import primitives as prim
-from .box_box import box_box
-from .generic import generic_query, make_generic_pair, manifold_from_queries, query_poses
+from .generic import generic_query, manifold_from_queries, query_poses
 from .geoms import GeomData, bounding_sphere, gather_geoms, geom_world_frames
 from .manifold import Manifold
 from .mixed import mergeable, mixed_shapes
-from .pairs import CollisionStructure, PairGroup
+from .registry import has_closed_form, pair_function
+from .structure import CollisionStructure, PairGroup
 
-__all__ = ["PAIR_FUNCTIONS", "has_closed_form", "pair_function", "Candidates", "narrow_phase",
-           "any_pair_near", "max_candidates", "KEY_STRIDE"]
+__all__ = ["Candidates", "narrow_phase", "far_candidates", "any_pair_near", "max_candidates", "KEY_STRIDE"]
 
-T = GeomType
-#: (type_a, type_b) with type_a <= type_b  ->  (pair function, points per pair)
-PAIR_FUNCTIONS = {
-    (T.PLANE, T.SPHERE): (prim.plane_sphere, 1),
-    (T.PLANE, T.CAPSULE): (prim.plane_capsule, 2),
-    (T.PLANE, T.BOX): (prim.plane_box, 4),
-    (T.PLANE, T.CYLINDER): (prim.plane_cylinder, 4),
-    (T.PLANE, T.MESH): (prim.plane_mesh, 4),
-    (T.SPHERE, T.SPHERE): (prim.sphere_sphere, 1),
-    (T.SPHERE, T.CAPSULE): (prim.sphere_capsule, 1),
-    (T.SPHERE, T.BOX): (prim.sphere_box, 1),
-    (T.CAPSULE, T.CAPSULE): (prim.capsule_capsule, 2),
-    (T.BOX, T.BOX): (box_box, 4),
-}
 #: key = KEY_STRIDE * pair index + slot (slots per pair never exceed 4)
 KEY_STRIDE = 4
-
-
-def has_closed_form(type_a: GeomType, type_b: GeomType) -> bool:
-    """Whether the ordered pair has a registered closed form (else GJK/EPA)."""
-    return (GeomType(type_a), GeomType(type_b)) in PAIR_FUNCTIONS
-
-
-def pair_function(type_a: GeomType, type_b: GeomType):
-    """``(function, points_per_pair)`` for the ordered pair ``type_a <= type_b``."""
-    key = (GeomType(type_a), GeomType(type_b))
-    if key in PAIR_FUNCTIONS:
-        return PAIR_FUNCTIONS[key]
-    return make_generic_pair(*key)
 
 
 def max_candidates(structure: CollisionStructure) -> int:
@@ -138,7 +108,7 @@ def _when_near(near: jax.Array, exact, like):
     ``like`` (a pytree of ``jax.ShapeDtypeStruct``): the far pairs' manifolds are replaced by
     their bound in :func:`_candidates` either way. (Zeros, not the bound itself: the bound does
     not become an operand of the cond, whose differentiated operands all get zero-filled
-    cotangents in reverse mode; Panda step ``jacrev`` 0.255-0.268 -> 0.240 ms.)"""
+    cotangents in reverse mode, which a step's ``jacrev`` would materialise and carry back.)"""
     # batch-wide predicate: under vmap a per-environment one would make this cond a select whose
     # operands pass through stop_gradient, which cannot be transposed inside the contact stage's
     # derivative rule (constraints._gated_contact_stage_jvp: grad of a vmapped step)
@@ -150,8 +120,8 @@ def _pair_manifolds(fn, model: Model, structure: CollisionStructure, frames, gro
                     culled: "_Culled"):
     """``vmap(fn)`` over the group's pairs, skipped (a ``lax.cond``) when none of them is near;
     closed-form mesh groups without a cap in hull-size sub-batches, each skipped on its own
-    (measured on the Go2's 19 plane-mesh pairs, hulls of 111-561 vertices, batch 32:
-    443 -> 156 µs per environment for the narrow phase, compile 2.3 -> 4.6 s)."""
+    (small hulls are not padded to the largest: a cheaper narrow phase for robots with hulls of
+    very different sizes, at the price of one more program to compile per bucket)."""
     has_mesh = GeomType.MESH in (group.type_a, group.type_b)
     closed = has_closed_form(group.type_a, group.type_b)
     buckets = width_buckets(model, structure, group) if has_mesh and closed else []
@@ -316,10 +286,8 @@ def merged_general_groups(structure: CollisionStructure) -> list[list[int]]:
     A merged lane evaluates the support of every member kind (a select under ``vmap``) and its loop
     runs to the slowest lane, so merging trades run time for compile time; keeping the expensive
     mesh supports (a max over the hull's vertices) out of the analytic lanes keeps most of the
-    run time. Demo scene (sphere-, capsule-, box-mesh and capsule-box), one core, batch 32
-    (``benchmarks/narrow_merge.py``, ``results/narrow_merge_demo.md``): XLA compile of a 50-step
-    rollout 90.5 CPU-s per group, 65.4 with this split, 45.7 with everything in one program;
-    env-steps/s 232, 216 and 188.
+    run time. This split lies between one program per group and one for all groups, in compile
+    time and in throughput alike.
     """
     classes: dict[bool, list[int]] = {}
     for i, g in enumerate(structure.groups):
@@ -362,30 +330,24 @@ def _merged_generic_manifolds(groups: list[PairGroup], culled: list[_Culled]) ->
     return manifolds
 
 
-def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
-                 margin: jax.Array, all_far: bool = False) -> Candidates:
-    """All candidate contacts of the configuration whose kinematics is ``kin``.
+def narrow_phase(model: Model, structure: CollisionStructure, body_pos: jax.Array,
+                 body_quat: jax.Array, margin: jax.Array) -> Candidates:
+    """All candidate contacts of the configuration whose body poses are ``body_pos`` / ``body_quat``.
 
     Args:
-      model: the scene; structure: its static pair groups; kin: forward kinematics at ``q``;
+      model: the scene; structure: its static pair groups;
+      body_pos, body_quat: ``(nbody, 3)`` / ``(nbody, 4)`` world-frame body poses at ``q`` (forward
+        kinematics, MuJoCo's ``xpos`` / ``xquat``);
       margin: scalar contact margin (m), added to the geoms' own margins.
-      all_far: static; the caller knows that no pair is near (:func:`any_pair_near` is false):
-        no pair function is traced and every pair reports its bound — the same values as
-        without the flag in that case (the contact stage's derivative uses it when nothing is
-        in reach).
     Returns:
       :class:`Candidates` of :func:`max_candidates` entries; pairs that are not near report their
       bound and are inactive (module docstring).
     """
-    dtype = kin.body_pos.dtype
-    frames = geom_world_frames(model, kin)
-    margin = margin.astype(dtype)
+    margin = margin.astype(body_pos.dtype)
+    frames = geom_world_frames(model, body_pos, body_quat)
     culled = [_cull(model, structure, frames, g, margin) for g in structure.groups]
     manifolds = {}
-    if all_far:
-        manifolds = {i: c.bound(pair_function(g.type_a, g.type_b)[1])
-                     for i, (g, c) in enumerate(zip(structure.groups, culled))}
-    for merged in ([] if all_far else merged_general_groups(structure)):
+    for merged in merged_general_groups(structure):
         groups = [structure.groups[i] for i in merged]
         with jax.named_scope("narrow_general_merged"):
             found = _when_near(
@@ -394,12 +356,32 @@ def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
                 [jax.eval_shape(lambda c=culled[i], k=pair_function(g.type_a, g.type_b)[1]: c.bound(k))
                  for i, g in zip(merged, groups)])
         manifolds.update(zip(merged, found))
+    for i, group in enumerate(structure.groups):
+        if i not in manifolds:
+            with jax.named_scope(f"narrow_{group.type_a.name.lower()}_{group.type_b.name.lower()}"):
+                manifolds[i] = _group_manifolds(model, structure, frames, group, culled[i])
+    return _all_candidates(model, structure, culled, manifolds, body_pos.dtype)
+
+
+def far_candidates(model: Model, structure: CollisionStructure, body_pos: jax.Array,
+                   body_quat: jax.Array, margin: jax.Array) -> Candidates:
+    """:func:`narrow_phase` for a configuration in which no pair is near (:func:`any_pair_near`
+    is false): every pair reports its culling bound and no pair function is traced — the same
+    values as :func:`narrow_phase` in that case (the contact stage's derivative uses it when
+    nothing is in reach)."""
+    margin = margin.astype(body_pos.dtype)
+    frames = geom_world_frames(model, body_pos, body_quat)
+    culled = [_cull(model, structure, frames, g, margin) for g in structure.groups]
+    manifolds = {i: c.bound(pair_function(g.type_a, g.type_b)[1])
+                 for i, (g, c) in enumerate(zip(structure.groups, culled))}
+    return _all_candidates(model, structure, culled, manifolds, body_pos.dtype)
+
+
+def _all_candidates(model: Model, structure: CollisionStructure, culled, manifolds, dtype) -> Candidates:
+    """The groups' candidates concatenated in group order, with the overflow of any group."""
     parts, overflow = [], jnp.zeros((), bool)
     for i, group in enumerate(structure.groups):  # static loop over pair-type groups
-        with jax.named_scope(f"narrow_{group.type_a.name.lower()}_{group.type_b.name.lower()}"):
-            if i not in manifolds:
-                manifolds[i] = _group_manifolds(model, structure, frames, group, culled[i])
-            parts.append(_candidates(model, group, culled[i], manifolds[i]))
+        parts.append(_candidates(model, group, culled[i], manifolds[i]))
         overflow = overflow | culled[i].overflow
     if not parts:
         z = jnp.zeros((0,), dtype)
@@ -410,14 +392,14 @@ def narrow_phase(model: Model, structure: CollisionStructure, kin: Kinematics,
     return Candidates(overflow=overflow, **cat)
 
 
-def any_pair_near(model: Model, structure: CollisionStructure, kin: Kinematics,
-                  margin: jax.Array) -> jax.Array:
+def any_pair_near(model: Model, structure: CollisionStructure, body_pos: jax.Array,
+                  body_quat: jax.Array, margin: jax.Array) -> jax.Array:
     """Scalar bool: some pair passes the culling test of :func:`narrow_phase` (its bound is within
     the pair's margin). When false, no candidate can be active and :func:`narrow_phase` equals
-    its ``all_far=True`` variant."""
+    :func:`far_candidates`."""
     if not structure.groups:
         return jnp.zeros((), bool)
-    frames = geom_world_frames(model, kin)
-    margin = margin.astype(kin.body_pos.dtype)
+    frames = geom_world_frames(model, body_pos, body_quat)
+    margin = margin.astype(body_pos.dtype)
     return jnp.any(jnp.concatenate([_cull(model, structure, frames, g, margin).near
                                     for g in structure.groups]))

@@ -10,7 +10,7 @@ model behaves as in MuJoCo C):
 * no parent/child pair: the weld group of one is not the parent weld group of the other, unless
   that parent is the world (geoms of a body still collide with the floor);
 * the body pair is not excluded explicitly (MJCF ``<exclude>``), nor the geom pair (set by
-  :func:`~jaxsim_contact.pipeline.set_collision`);
+  :func:`~jaxsim_contact.io.set_collision`);
 * not two planes (unbounded both).
 
 Candidates are grouped by their (ordered) geom types: one :class:`PairGroup` per
@@ -32,54 +32,10 @@ import functools
 import numpy as np
 
 from ..types import GeomType
+from .registry import has_closed_form
+from .structure import DEFAULT_GENERIC_PAIR_BUDGET, CollisionStructure, PairGroup
 
-__all__ = ["PairGroup", "CollisionStructure", "build_collision_structure", "collision_structure"]
-
-#: default narrow-phase budget of a group handled by GJK/EPA (pairs per step after culling)
-DEFAULT_GENERIC_PAIR_BUDGET = 64
-
-
-@dataclasses.dataclass(frozen=True)
-class PairGroup:
-    """Candidate pairs of one ordered geom-type combination (static, hashable).
-
-    Attributes:
-      type_a, type_b: geom types, ``type_a <= type_b``.
-      geom_a, geom_b: ``(P,)`` geom indices of the pairs.
-      narrow_budget: pairs passed to the pair function per step (``<= P``); when more pairs pass
-        the bounding-sphere test the closest ``narrow_budget`` are kept and the overflow flagged.
-      key_offset: index of the group's first pair in the model-wide candidate numbering.
-    """
-
-    type_a: GeomType
-    type_b: GeomType
-    geom_a: tuple[int, ...]
-    geom_b: tuple[int, ...]
-    narrow_budget: int
-    key_offset: int
-
-    @property
-    def num_pairs(self) -> int:
-        return len(self.geom_a)
-
-
-@dataclasses.dataclass(frozen=True)
-class CollisionStructure:
-    """Everything static the contact stage needs about geometry (hashable).
-
-    Attributes:
-      groups: candidate pair groups.
-      mesh_hull: per mesh, indices of its convex-hull vertices in ``Model.mesh_vertices[m]``.
-      num_pairs: total number of candidate pairs (all groups).
-    """
-
-    groups: tuple[PairGroup, ...]
-    mesh_hull: tuple[tuple[int, ...], ...]
-
-    @property
-    def num_pairs(self) -> int:
-        return sum(g.num_pairs for g in self.groups)
-
+__all__ = ["build_collision_structure", "collision_structure"]
 
 def _weld_roots(body_parent: tuple[int, ...], body_joint_num: tuple[int, ...]) -> list[int]:
     """Weld group of every body: the nearest ancestor-or-self with a joint (0 = world)."""
@@ -131,8 +87,6 @@ def build_collision_structure(
         or traced values keep every vertex.
       generic_pair_budget: narrow-phase budget of groups without a closed form (GJK/EPA).
     """
-    from .narrowphase import has_closed_form  # the registry decides which groups are cheap
-
     weld = _weld_roots(tuple(body_parent), tuple(body_joint_num))
     excluded = {tuple(sorted(p)) for p in exclude_body_pairs}
     excluded_geoms = {tuple(sorted((int(a), int(b)))) for a, b in exclude_geom_pairs}

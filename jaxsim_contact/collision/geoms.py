@@ -22,12 +22,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..dynamics.kinematics import Kinematics
 from ..geometry import Box, Capsule, ConvexMesh, Cylinder, Ellipsoid, Plane, Sphere
 from ..math import quat_mul, quat_rotate, quat_to_matrix, safe_norm
 from ..model import Model
 from ..types import GeomType
-from .pairs import CollisionStructure
+from .structure import CollisionStructure
 
 __all__ = ["GeomData", "geom_world_frames", "gather_geoms", "to_shape", "bounding_sphere"]
 
@@ -51,13 +50,14 @@ class GeomData(eqx.Module):
     vertex_mask: jax.Array
 
 
-def geom_world_frames(model: Model, kin: Kinematics) -> tuple[jax.Array, jax.Array]:
-    """World pose of every geom: ``(pos (ngeom, 3), quat (ngeom, 4))``."""
-    dtype = kin.body_pos.dtype
+def geom_world_frames(model: Model, body_pos: jax.Array, body_quat: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """World pose of every geom, ``(pos (ngeom, 3) m, quat (ngeom, 4))``, from the world-frame body
+    poses ``body_pos (nbody, 3)``, ``body_quat (nbody, 4)``."""
+    dtype = body_pos.dtype
     body = np.asarray(model.geom_body, dtype=np.int64)
     if body.size == 0:
         return jnp.zeros((0, 3), dtype), jnp.zeros((0, 4), dtype)
-    bpos, bquat = kin.body_pos[body], kin.body_quat[body]
+    bpos, bquat = body_pos[body], body_quat[body]
     pos = bpos + quat_rotate(bquat, model.geom_pos.astype(dtype))
     quat = quat_mul(bquat, model.geom_quat.astype(dtype))
     return pos, quat

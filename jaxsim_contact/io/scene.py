@@ -11,9 +11,10 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 
+from ..collision.pairs import build_collision_structure
+from ..collision.structure import DEFAULT_GENERIC_PAIR_BUDGET
 from ..model import Model
 from ..types import GeomType, JointType
-from .pairs import DEFAULT_GENERIC_PAIR_BUDGET, build_collision_structure
 
 __all__ = ["add_floor", "set_collision", "rebuild_collision"]
 

@@ -88,7 +88,7 @@ def reduce_to_four(points: jax.Array, depth: jax.Array, mask: jax.Array, normal:
         first = argmin_packed(jnp.where(mask, depth, big))
     p1 = points[first]
     # Component by component, not as sums over a size-3 axis: XLA:CPU lowers those reductions and
-    # the cross product's operand to slow programs (1.8x the whole selection on the Go2's hulls).
+    # the cross product's operand to slow programs.
     offset = [points[:, i] - p1[i] for i in range(3)]
     dist2 = coordinate_dot(offset, offset)
     second = argmax_packed(jnp.where(mask, dist2, -1.0))

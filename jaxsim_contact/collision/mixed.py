@@ -1,13 +1,13 @@
 """One convex shape type for several geom types, so that one GJK/EPA program serves them all.
 
-The narrow phase compiles one GJK + EPA program per pair group that has no closed form (about
-6-11 CPU-s each on this machine: the demo scene's four such groups were 38 of the step's 52 s).
+The narrow phase compiles one GJK + EPA program per pair group that has no closed form (each
+slow to compile: one per group made most of the demo scene's step compile time).
 The loop is the same for every group; only the support functions differ. :class:`MixedShape`
 holds the parameters of any non-plane geom (MuJoCo ``size``, padded hull vertices) plus a per-lane
 index ``kind`` into a static tuple of member types, and evaluates every member's support,
 selecting the lane's own: under ``vmap`` the pairs of several general groups become the lanes
 of a single ``distance`` call (which groups:
-:func:`jaxsim_contact.pipeline.narrowphase.merged_general_groups`).
+:func:`jaxsim_contact.collision.narrowphase.merged_general_groups`).
 
 The member formulas are the geometry classes' own (:mod:`jaxsim_contact.geometry`), called on a
 plain parameter record (``SimpleNamespace``): the shape constructors validate concrete sizes, and a
@@ -71,7 +71,7 @@ class MixedShape(Shape):
     """A convex geom of any non-plane type, selected per lane by ``kind``.
 
     Attributes:
-      size: ``(3,)`` MuJoCo geom size (m), as in :mod:`jaxsim_contact.pipeline.geoms`.
+      size: ``(3,)`` MuJoCo geom size (m), as in :mod:`jaxsim_contact.collision.geoms`.
       vertices: ``(V, 3)`` hull vertices in the geom frame (meshes, padded by repeating the first
         vertex; zeros for other kinds). vertex_mask: ``(V,)`` real vertices.
       center_local: ``(3,)`` interior point in the geom frame (hull centroid; 0 otherwise).

@@ -1,0 +1,42 @@
+"""The registry of pair functions: which ordered geom-type pairs have a closed form
+(:mod:`.primitives`, :mod:`.box_box`) and the GJK/EPA fallback for the rest (:mod:`.generic`).
+
+Adding a pair type = one function ``(GeomData a, GeomData b, margin) -> Manifold`` registered in
+``PAIR_FUNCTIONS`` with its point count; unregistered convex pairs fall back to GJK/EPA, so a
+closed form is an optimisation that the generic tests cross-check (DESIGN §3).
+"""
+
+from __future__ import annotations
+
+from ..types import GeomType
+from . import primitives as prim
+from .box_box import box_box
+from .generic import make_generic_pair
+
+__all__ = ["PAIR_FUNCTIONS", "has_closed_form", "pair_function"]
+
+T = GeomType
+#: (type_a, type_b) with type_a <= type_b  ->  (pair function, points per pair)
+PAIR_FUNCTIONS = {
+    (T.PLANE, T.SPHERE): (prim.plane_sphere, 1),
+    (T.PLANE, T.CAPSULE): (prim.plane_capsule, 2),
+    (T.PLANE, T.BOX): (prim.plane_box, 4),
+    (T.PLANE, T.CYLINDER): (prim.plane_cylinder, 4),
+    (T.PLANE, T.MESH): (prim.plane_mesh, 4),
+    (T.SPHERE, T.SPHERE): (prim.sphere_sphere, 1),
+    (T.SPHERE, T.CAPSULE): (prim.sphere_capsule, 1),
+    (T.SPHERE, T.BOX): (prim.sphere_box, 1),
+    (T.CAPSULE, T.CAPSULE): (prim.capsule_capsule, 2),
+    (T.BOX, T.BOX): (box_box, 4),
+}
+def has_closed_form(type_a: GeomType, type_b: GeomType) -> bool:
+    """Whether the ordered pair has a registered closed form (else GJK/EPA)."""
+    return (GeomType(type_a), GeomType(type_b)) in PAIR_FUNCTIONS
+
+
+def pair_function(type_a: GeomType, type_b: GeomType):
+    """``(function, points_per_pair)`` for the ordered pair ``type_a <= type_b``."""
+    key = (GeomType(type_a), GeomType(type_b))
+    if key in PAIR_FUNCTIONS:
+        return PAIR_FUNCTIONS[key]
+    return make_generic_pair(*key)

@@ -1,0 +1,180 @@
+"""The assembler: every producer's row block stacked into one contact problem, and the solved force
+split back per block (DESIGN §2 stages 4–5; MuJoCo's ``efc_*`` row space).
+
+:data:`PRODUCERS` lists the constraint kinds in slot order — cone kinds first, frictionless
+unilateral kinds last, as :class:`~jaxsim_contact.contact.ContactProblem`'s
+``num_frictionless`` requires. Adding a constraint kind is one producer module (a
+:class:`~.rows.RowBlock` subclass, a ``slots(model)`` count, an ``in_reach`` test and a ``rows``
+function) and one line here.
+
+The problem is posed in force units (seed 001 §II: ``g / Δt``): ``G f + (c^f − c*)/Δt`` with the
+Delassus matrix ``G = J M̃⁻¹ Jᵀ = B Bᵀ``, ``B = J L⁻ᵀ`` (seed 004 §II-C), and the reference normal
+velocity (seed 001 §II, after eq. 9)
+``c*_N = −max(φ, 0)/Δt + min(β max(−φ, 0)/Δt, v_max)``: a separated slot may close exactly its
+gap during the step (the "completed Taylor expansion" ``Φ/Δt``), a violated one is pushed out by
+the Baumgarte term ``k_B = β/Δt`` at most at ``v_max = max_correction_speed``; where the block
+allows restitution and the slot closes during the step at an approach speed above
+``restitution_threshold``, ``c*_N = max(c*_N, −e c^t_N)`` (Newton restitution).
+"""
+
+from __future__ import annotations
+
+import typing
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..contact import ContactProblem
+from ..model import Model, Options, State
+from . import contact_rows, limit_rows
+from .rows import RowBlock, RowKind
+
+__all__ = ["PRODUCERS", "Producer", "num_constraint_slots", "constraint_rows", "any_row_in_reach",
+           "Stacked", "stack", "contact_problem", "split_forces"]
+
+
+class Producer(typing.NamedTuple):
+    """One constraint kind: its static slot count, a scalar "some slot may be active" test and the
+    row block of a state (``all_far``: the caller knows that nothing is in reach)."""
+
+    name: str
+    slots: typing.Callable
+    in_reach: typing.Callable
+    rows: typing.Callable
+
+
+PRODUCERS: tuple[Producer, ...] = (
+    Producer("contacts", contact_rows.contact_slots,
+             lambda model, state, smooth, dt, margin: contact_rows.contacts_in_reach(
+                 model, smooth.kinematics, margin),
+             lambda model, state, smooth, dt, margin, all_far: contact_rows.contact_rows(
+                 model, smooth.kinematics, margin, all_far)),
+    Producer("limits", lambda model: len(limit_rows.limited_joints(model)),
+             lambda model, state, smooth, dt, margin: limit_rows.limits_in_reach(
+                 model, state.q, state.v, dt, margin),
+             lambda model, state, smooth, dt, margin, all_far: (
+                 limit_rows.limit_rows(model, state.q, state.v, dt, margin), jnp.zeros((), bool))),
+)
+
+
+def _producers(model: Model) -> tuple[Producer, ...]:
+    return tuple(p for p in PRODUCERS if p.slots(model) > 0)
+
+
+def num_constraint_slots(model: Model) -> int:
+    """Static number of constraint slots of a step (every producer's slots)."""
+    return sum(p.slots(model) for p in PRODUCERS)
+
+
+def any_row_in_reach(model: Model, state: State, smooth, dt: jax.Array) -> jax.Array:
+    """Scalar bool: some producer may have an active slot. When false no slot is active, and
+    :func:`constraint_rows` equals its ``all_far=True`` variant."""
+    margin = model.options.contact_margin.astype(state.q.dtype)
+    in_reach = jnp.zeros((), bool)
+    for producer in _producers(model):
+        in_reach = in_reach | producer.in_reach(model, state, smooth, dt, margin)
+    return in_reach
+
+
+def constraint_rows(model: Model, state: State, smooth, dt: jax.Array, all_far: bool):
+    """``(blocks, overflow)``: the row block of every producer with slots, in slot order, and
+    whether some producer had more active candidates than slots."""
+    margin = model.options.contact_margin.astype(state.q.dtype)
+    blocks, overflow = [], jnp.zeros((), bool)
+    for producer in _producers(model):
+        block, block_overflow = producer.rows(model, state, smooth, dt, margin, all_far)
+        blocks.append(block)
+        overflow = overflow | block_overflow
+    kinds = [b.kind for b in blocks]
+    if RowKind.CONE in kinds[kinds.count(RowKind.CONE):]:
+        raise AssertionError("PRODUCERS must list cone kinds before frictionless ones")
+    return tuple(blocks), overflow
+
+
+class Stacked(eqx.Module):
+    """The blocks' slot geometry stacked in slot order (``n`` slots), see :class:`~.rows.RowBlock`."""
+
+    distance: jax.Array
+    frame: jax.Array
+    friction: jax.Array
+    key: jax.Array
+    active: jax.Array
+    point: jax.Array
+
+
+def stack(blocks: tuple[RowBlock, ...]) -> Stacked:
+    """Concatenate the blocks' geometry (the row space's slot order)."""
+    cat = lambda name: jnp.concatenate([getattr(b, name) for b in blocks])  # noqa: E731
+    return Stacked(distance=cat("distance"), frame=cat("frame"), friction=cat("friction"),
+                   key=cat("key"), active=cat("active"), point=cat("point"))
+
+
+def _reference_velocity(blocks, options: Options, distance, c_now, dt):
+    """``(n,)`` reference normal velocity ``c*_N`` (module docstring)."""
+    dtype = distance.dtype
+    gap = jnp.maximum(distance, 0.0)
+    # Baumgarte push-out, capped so that a deep overlap separates at a bounded speed
+    push_out = jnp.minimum(options.baumgarte.astype(dtype) * jnp.maximum(-distance, 0.0) / dt,
+                           options.max_correction_speed.astype(dtype))
+    reference = -gap / dt + push_out
+    approach = -c_now[:, 2]
+    closes = approach * dt > gap
+    bounces_kind = jnp.asarray(np.concatenate([np.full(b.num_slots, b.restitution) for b in blocks]))
+    bounce = (approach > options.restitution_threshold.astype(dtype)) & closes & bounces_kind
+    return jnp.where(bounce, jnp.maximum(reference, options.restitution.astype(dtype) * approach),
+                     reference)
+
+
+def contact_problem(model: Model, blocks, rows: Stacked, smooth, velocity, dt):
+    """``(problem, B)``: the contact problem of the stacked blocks (force units, module docstring)
+    and its Delassus factor ``B`` ``(3n, nv)``."""
+    factor_rows, velocity_rows = zip(*(b.factor_and_velocity_rows(model, smooth, velocity)
+                                       for b in blocks))
+    B = jnp.concatenate(factor_rows)
+    with jax.named_scope("delassus"):
+        G = B @ B.T
+        G = 0.5 * (G + G.T)
+    n = rows.distance.shape[0]
+    velocities = jnp.concatenate(velocity_rows)
+    c_free, c_now = velocities[:, 0].reshape(n, 3), velocities[:, 1].reshape(n, 3)
+    reference = _reference_velocity(blocks, model.options, rows.distance, c_now, dt)
+    g = (c_free.at[:, 2].add(-reference) / dt).reshape(3 * n)
+    # diag(B Bᵀ) from B itself: a solver that never reads G (PrimalNewton) never forms it
+    block_diag = jnp.sum(B * B, axis=1).reshape(n, 3)
+    normal_diag = block_diag[:, 2]
+    # A slot whose normal Delassus entry vanishes next to its own block (the bodies cannot move
+    # relative to each other along the normal: a hinge axis along the normal, two geoms of one
+    # rigid assembly) cannot be resolved by any normal force: a violated one makes the NCP
+    # infeasible. Such rows are masked (λ = 0); their distance is still reported. The threshold
+    # is relative to the slot's own block, so mass ratios between bodies never mask a real one.
+    degenerate = normal_diag <= 100.0 * jnp.finfo(B.dtype).eps * jnp.sum(block_diag, -1)
+    active = rows.active & ~degenerate
+    compliance = _compliance_rows(blocks, model.options, normal_diag)
+    frictionless = sum(b.num_slots for b in blocks if b.kind is RowKind.UNILATERAL)
+    # G has rank ≤ nv: when nv < 3n the ADMM (Cholesky) solver factorises an nv × nv matrix
+    # instead of 3n × 3n (Woodbury identity, see jc.contact.ADMM)
+    factor = B if model.nv < 3 * n else None
+    problem = ContactProblem(G, g, rows.friction, compliance=compliance, active=active,
+                             delassus_factor=factor, num_frictionless=frictionless)
+    return problem, B
+
+
+def _compliance_rows(blocks, options: Options, normal_diag) -> jax.Array:
+    """``(3n,)`` compliance of every row, ``(R_T, R_T, R)`` per slot, from each block's kind."""
+    dtype = normal_diag.dtype
+    parts, start = [], 0
+    for block in blocks:
+        diag = normal_diag[start:start + block.num_slots]
+        normal = jnp.broadcast_to(block.normal_compliance(options, dtype), diag.shape)
+        tangent = block.tangent_compliance(options, diag)
+        parts.append(jnp.stack([tangent, tangent, normal], -1))
+        start += block.num_slots
+    return jnp.concatenate(parts).reshape(-1)
+
+
+def split_forces(blocks: tuple[RowBlock, ...], force: jax.Array) -> tuple[jax.Array, ...]:
+    """The solved ``(n, 3)`` slot forces split per block, in block order."""
+    bounds = np.cumsum([0] + [b.num_slots for b in blocks])
+    return tuple(force[start:end] for start, end in zip(bounds[:-1], bounds[1:]))
