@@ -15,14 +15,14 @@ Writes ``benchmarks/results/batch_size_determinism.{json,md}``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 
-import jax
+from _common import RESULTS, enable_float64, write_results
 
-jax.config.update("jax_enable_x64", True)
+enable_float64()
+import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -86,9 +86,6 @@ def main() -> None:
         ops[name] = {"bitwise_equal": a.tobytes() == b.tobytes(), "max_abs": float(np.abs(a - b).max())}
     report["reduction_op"] = ops
 
-    out_dir = ROOT / "benchmarks" / "results"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "batch_size_determinism.json").write_text(json.dumps(report, indent=2))
     lines = [f"# Batch-size dependence on XLA:CPU ({args.steps} steps, dragged cube)", "",
              f"load average {report['load_average']}, XLA_FLAGS `{report['xla_flags']}`, jax {jax.__version__}", ""]
     for name, leaves in report["comparisons"].items():
@@ -99,7 +96,7 @@ def main() -> None:
         lines.append("")
     lines += ["## The op", "", "| form | bitwise equal (B=7 vs B=256) | max abs |", "|---|---|---|"]
     lines += [f"| {k} | {v['bitwise_equal']} | {v['max_abs']:.3e} |" for k, v in ops.items()]
-    (out_dir / "batch_size_determinism.md").write_text("\n".join(lines) + "\n")
+    write_results("batch_size_determinism", report, "\n".join(lines) + "\n", RESULTS, indent=2)
     print("\n".join(lines))
 
 

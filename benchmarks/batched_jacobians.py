@@ -20,20 +20,17 @@ Writes ``benchmarks/results/batched_jacobians.{json,md}`` (``--out`` to rename).
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 import time
-from pathlib import Path
 
-import gradients as G  # benchmarks/gradients.py: scenes, start states, timing; pins one core
+import gradients as G  # benchmarks/gradients.py: scenes, start states, timing; pins one core, float64
 import jax
 import jax.numpy as jnp
 import numpy as np
+from _common import loadavg, write_results
 
 import jaxsim_contact as jc
 
-HERE = Path(__file__).resolve().parent
 FD_STEP = 1e-6
 
 
@@ -86,21 +83,20 @@ def main():
     args = parser.parse_args()
     meta = dict(date=time.strftime("%Y-%m-%d %H:%M"), jax=jax.__version__, batch=args.batch,
                 repeats=args.repeats, command="python benchmarks/batched_jacobians.py " + " ".join(sys.argv[1:]),
-                loadavg_start=[round(v, 2) for v in os.getloadavg()])
+                loadavg_start=loadavg())
     rows = {}
     for name, (mj, qpos, qvel) in G.scenes(args.settle).items():
         if name in args.scenes:
             rows[name] = measure(mj, qpos, qvel, args.batch, args.repeats)
             print(name, {k: round(v["per_env_ms"], 3) for k, v in rows[name].items()}, flush=True)
-    meta["loadavg_end"] = [round(v, 2) for v in os.getloadavg()]
+    meta["loadavg_end"] = loadavg()
     cols = list(next(iter(rows.values())))
     lines = ["# Step Jacobians under vmap: per-environment cost (ms; `*_over_*` columns are ratios)", "",
              f"`{meta['command']}` — {meta['date']}, jax {meta['jax']}, one pinned core, float64, "
              f"median of {args.repeats}; load average {meta['loadavg_start']} → {meta['loadavg_end']}.", "",
              "| scene | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
     lines += [f"| {s} | " + " | ".join(f"{r[c]['per_env_ms']:.3f}" for c in cols) + " |" for s, r in rows.items()]
-    (HERE / "results" / f"{args.out}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
-    (HERE / "results" / f"{args.out}.md").write_text("\n".join(lines) + "\n")
+    write_results(args.out, dict(meta=meta, rows=rows), "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

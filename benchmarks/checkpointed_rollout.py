@@ -23,14 +23,15 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
+
+from _common import enable_float64, write_results
 
 
 def measure(horizon: int, checkpoint_every, execute: bool) -> dict:
     import jax
     import jax.numpy as jnp
 
-    jax.config.update("jax_enable_x64", True)
+    enable_float64()
     import jaxsim_contact as jc
 
     model = jc.scenes.load("dragged_cube", dtype=jnp.float64)
@@ -92,10 +93,7 @@ def main() -> None:
         if args.rss:
             line += f" {r['max_rss_kib'] / 1024:.0f} |"
         lines.append(line)
-    out_dir = Path(__file__).resolve().parent / "results"
-    out_dir.mkdir(exist_ok=True)
-    (out_dir / "checkpointed_rollout.json").write_text(json.dumps(dict(rows=rows, load=load), indent=1))
-    (out_dir / "checkpointed_rollout.md").write_text("\n".join(lines) + "\n")
+    write_results("checkpointed_rollout", dict(rows=rows, load=load), "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -60,10 +60,11 @@ import sys
 import time
 from pathlib import Path
 
-import jax
+from _common import enable_float64, timed
 
-jax.config.update("jax_enable_x64", True)
+enable_float64()
 
+import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -336,15 +337,9 @@ def timing_batch(batch, seed, colliding):
 
 
 def time_call(fn, args, repeats):
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    compile_time = time.perf_counter() - t0
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return compile_time, float(np.median(times))
+    """``(first call s, median s of repeats)``: wall time, every call blocked (``_common.timed``)."""
+    t = timed(lambda: fn(*args), repeats)
+    return t.first, t.steady
 
 
 def run_table2(batch, repeats, seed):

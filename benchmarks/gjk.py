@@ -45,10 +45,11 @@ import time
 from functools import partial
 from pathlib import Path
 
-import jax
+from _common import enable_float64, loadavg, median_time, write_results
 
-jax.config.update("jax_enable_x64", True)
+enable_float64()
 
+import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import trimesh  # noqa: E402
@@ -83,16 +84,6 @@ def random_rotations(rng: np.random.Generator, n: int) -> np.ndarray:
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     """Rotation matrices ``(..., 3, 3)`` of unit quaternions ``(..., 4)`` (w, x, y, z), as numpy."""
     return np.asarray(jc.math.quat_to_matrix(jnp.asarray(q)))
-
-
-def median_time(fn, repeats: int, clock=time.perf_counter) -> float:
-    """Median time (s) of ``fn()`` over ``repeats`` calls (wall clock unless ``clock`` is given)."""
-    times = []
-    for _ in range(repeats):
-        t0 = clock()
-        fn()
-        times.append(clock() - t0)
-    return statistics.median(times)
 
 
 def stack(trees):
@@ -738,7 +729,7 @@ def main(argv=None) -> int:
             coal=getattr(coal, "__version__", "?"),
             dtype="float64",
             library_commit=_git_commit(),
-            loadavg_start=[round(x, 2) for x in os.getloadavg()],
+            loadavg_start=loadavg(),
             # XLA:CPU loops are far slower with more threads than cores: record the pinning.
             xla_flags=os.environ.get("XLA_FLAGS", ""),
             cpu_affinity=sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
@@ -767,12 +758,11 @@ def main(argv=None) -> int:
         if kind == "mesh":
             fam["mesh_support"] = bench_mesh_support(ps, batch, repeats, log)
         results["families"][label] = fam
-    results["meta"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    results["meta"]["loadavg_end"] = loadavg()
     results["meta"]["total_s"] = time.perf_counter() - t_start
     results["targets"] = targets(results)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(results, indent=1))
-    out.with_suffix(".md").write_text(markdown(results))
+    stem = out.with_suffix("")
+    write_results(stem.name, results, markdown(results), stem.parent)
     log("\n".join(results["targets"]))
     log(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')} in {results['meta']['total_s']:.0f} s")
     return 0

@@ -16,7 +16,6 @@ directory's ``gradients.py``). Writes ``benchmarks/results/<out>.{json,md}``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -24,8 +23,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import gradients as bench  # noqa: E402
+import gradients as bench  # noqa: E402  (pins one core, as gradients.py does)
 import jax  # noqa: E402
+from _common import enable_float64, write_results  # noqa: E402
 
 import jaxsim_contact as jc  # noqa: E402
 
@@ -49,7 +49,7 @@ def main(argv=None):
     parser.add_argument("--scenes", nargs="*", default=None)
     parser.add_argument("--out", default="gradient_memory")
     args = parser.parse_args(argv)
-    jax.config.update("jax_enable_x64", True)
+    enable_float64()
     meta = dict(date=time.strftime("%Y-%m-%d %H:%M"), jax=jax.__version__, horizon=bench.HORIZON,
                 package=str(Path(jc.__file__).resolve().parent))
     rows = []
@@ -58,9 +58,6 @@ def main(argv=None):
             continue
         rows.append(dict(scene=name, nv=int(mj.nv), **planned_memory(mj, qpos, qvel)))
         print(rows[-1], flush=True)
-    out = HERE / "results"
-    out.mkdir(exist_ok=True)
-    (out / f"{args.out}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
     lines = [
         f"# Planned memory of `jax.grad` through a {bench.HORIZON}-step rollout",
         "",
@@ -74,8 +71,8 @@ def main(argv=None):
     for r in rows:
         lines.append(f"| {r['scene']} | {r['nv']} | {r['constraint_slots']} | {r['temp_bytes'] / 1e6:.2f} "
                      f"| {r['temp_bytes'] / 1e3 / bench.HORIZON:.0f} | {r['compile_s']:.0f} |")
-    (out / f"{args.out}.md").write_text("\n".join(lines) + "\n")
-    print((out / f"{args.out}.md").read_text())
+    _, md = write_results(args.out, dict(meta=meta, rows=rows), "\n".join(lines) + "\n")
+    print(md.read_text())
 
 
 if __name__ == "__main__":

@@ -32,21 +32,20 @@ Writes ``benchmarks/results/gradient_nan_sweep.{json,md}``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
 import time
 from pathlib import Path
 
-if "--all-cores" not in sys.argv:
-    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+from _common import RESULTS, enable_float64, loadavg, pin_to_one_core, write_results
+
+pin_to_one_core()
+enable_float64()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-
-jax.config.update("jax_enable_x64", True)
 
 import jaxsim_contact as jc  # noqa: E402
 
@@ -192,16 +191,15 @@ def main(argv=None):
         parser.error("--states must be a multiple of --batch (one compiled batch shape)")
     meta = dict(date=time.strftime("%Y-%m-%d %H:%M"), machine=platform.machine(), cpus=os.cpu_count(),
                 cores_used=len(os.sched_getaffinity(0)), jax=jax.__version__, states=args.states,
-                seed=args.seed, loadavg_start=[round(x, 2) for x in os.getloadavg()])
+                seed=args.seed, loadavg_start=loadavg())
     results = {}
-    out_dir = HERE / "results"
+    out_dir = RESULTS
     out_dir.mkdir(exist_ok=True)
     for name in args.scenes:
         results[name] = run_scene(name, args.states, args.batch, args.seed)
         print(name, results[name], flush=True)
-        meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-        (out_dir / "gradient_nan_sweep.json").write_text(json.dumps(dict(meta=meta, scenes=results), indent=1))
-        (out_dir / "gradient_nan_sweep.md").write_text(markdown(meta, results, argv))
+        meta["loadavg_end"] = loadavg()
+        write_results("gradient_nan_sweep", dict(meta=meta, scenes=results), markdown(meta, results, argv), out_dir)
     print((out_dir / "gradient_nan_sweep.md").read_text())
 
 

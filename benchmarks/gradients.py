@@ -57,16 +57,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import enable_float64, loadavg, pin_to_one_core, write_results
+
 # One core, as benchmarks/step.py (before JAX starts its threads): XLA:CPU hands work between its
 # pool threads inside loops, and on a shared machine each handoff can wait a scheduler quantum.
-if "--all-cores" not in sys.argv:
-    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+pin_to_one_core()
+enable_float64()  # a script, not the library
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-
-jax.config.update("jax_enable_x64", True)  # a script, not the library
 
 import mujoco  # noqa: E402
 
@@ -352,7 +352,7 @@ def main(argv=None):
     meta = dict(date=time.strftime("%Y-%m-%d %H:%M"), machine=platform.machine(), cpus=os.cpu_count(),
                 cores_used=len(os.sched_getaffinity(0)), jax=jax.__version__, mujoco=mujoco.__version__,
                 horizon=HORIZON, repeats=args.repeats, fd_step=args.fd_step,
-                loadavg_start=[round(x, 2) for x in os.getloadavg()])
+                loadavg_start=loadavg())
     rows = []
     out_dir = Path(args.out_dir)
     out_dir.mkdir(exist_ok=True)
@@ -361,9 +361,8 @@ def main(argv=None):
     if len(measured) > 1 and not args.one_process:
         meta["scene_processes"] = "one per scene"
         rows = _run_scenes_apart(list(measured), args)
-        meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-        (out_dir / f"{args.out}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
-        (out_dir / f"{args.out}.md").write_text(markdown(meta, rows, argv))
+        meta["loadavg_end"] = loadavg()
+        write_results(args.out, dict(meta=meta, rows=rows), markdown(meta, rows, argv), out_dir)
         print((out_dir / f"{args.out}.md").read_text())
         return
     for name, (mj, qpos, qvel) in measured.items():  # scenes built (and settled) once
@@ -377,9 +376,8 @@ def main(argv=None):
                 row[engine] = dict(error=f"{type(err).__name__}: {err}"[:300])
             print(name, engine, {k: (round(v, 5) if isinstance(v, float) else v)
                                  for k, v in row[engine].items()}, flush=True)
-            meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-            (out_dir / f"{args.out}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
-            (out_dir / f"{args.out}.md").write_text(markdown(meta, rows, argv))
+            meta["loadavg_end"] = loadavg()
+            write_results(args.out, dict(meta=meta, rows=rows), markdown(meta, rows, argv), out_dir)
     print((out_dir / f"{args.out}.md").read_text())
 
 

@@ -44,16 +44,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import RESULTS, enable_float64, loadavg, pin_to_one_core, write_results
+
 # One core: see benchmarks/step.py (XLA:CPU thread handoffs on a shared machine).
-if "--all-cores" not in sys.argv:
-    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+pin_to_one_core()
+enable_float64()  # a script, not the library
 
 import equinox as eqx  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-
-jax.config.update("jax_enable_x64", True)  # a script, not the library
 
 import jaxsim_contact as jc  # noqa: E402
 from jaxsim_contact.dynamics import kinetic_energy, potential_energy  # noqa: E402
@@ -270,16 +270,14 @@ def main(argv=None):
     meta = dict(command="python benchmarks/long_runs.py " + " ".join(argv),
                 date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), commit=commit,
                 library_dirty=dirty, machine=platform.machine(), jax=jax.__version__,
-                cores_used=sorted(os.sched_getaffinity(0)), loadavg_start=[round(x, 2) for x in os.getloadavg()],
+                cores_used=sorted(os.sched_getaffinity(0)), loadavg_start=loadavg(),
                 phases=args.phases, default_solver=_solver_text(jc.scenes.load("tower", count=1).options.solver))
-    out_dir = HERE / "results"
-    out_dir.mkdir(exist_ok=True)
+    out_dir = RESULTS
     results = dict(meta=meta, soak=[], spawn=[], tunnel=[])
 
     def save():
-        meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-        (out_dir / "long_runs.json").write_text(json.dumps(results, indent=1))
-        (out_dir / "long_runs.md").write_text(markdown(results))
+        meta["loadavg_end"] = loadavg()
+        write_results("long_runs", results, markdown(results), out_dir)
 
     if "soak" in args.parts:
         scenes = [("box on floor", jc.scenes.load("tower", count=1, gap=1e-3, dt=args.dt))] + [

@@ -15,23 +15,22 @@ Writes benchmarks/results/solve_batch_lanes.{json,md} (``--out NAME`` to rename)
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shlex
 import sys
 import time
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+from _common import enable_float64, write_results
 
-jax.config.update("jax_enable_x64", True)  # a script, not the library: float64 for accuracy
+enable_float64()  # a script, not the library: float64 for accuracy
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 
 import jaxsim_contact as jc  # noqa: E402
 from jaxsim_contact.contact.work_queue import default_lanes  # noqa: E402
 
 C = jc.contact
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def solvers():
@@ -65,7 +64,7 @@ def main():
     rows = []
     for n in args.contacts:
         rng = np.random.default_rng(0)
-        problems = [C.builders.random_problem(rng, n) for _ in range(args.batch)]
+        problems = [jc.testing.problems.random_problem(rng, n) for _ in range(args.batch)]
         batch = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *problems)
         auto = default_lanes(n, jnp.float64)
         for name, solver in solvers().items():
@@ -94,11 +93,7 @@ def main():
             cells.append(f"**{cell}**" if k == r["auto"] else cell)
         lines.append(f"| {r['contacts']} | {r['solver']} | " + " | ".join(cells)
                      + f" | {r['microseconds'][str(r['auto'])] / best:.2f} |")
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", args.out + ".md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(os.path.join(HERE, "results", args.out + ".json"), "w") as f:
-        json.dump(dict(command=command, rows=rows), f, indent=1)
+    write_results(args.out, dict(command=command, rows=rows), "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

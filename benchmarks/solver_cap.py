@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-jax.config.update("jax_enable_x64", True)  # a script, not the library
+from _common import enable_float64, loadavg  # noqa: E402
+
+enable_float64()  # a script, not the library
 
 import jaxsim_contact as jc  # noqa: E402
 
@@ -91,7 +92,7 @@ def main(argv=None):
     lines = ["# Solver iteration cap on whole rollouts", "",
              f"`python benchmarks/solver_cap.py {' '.join(sys.argv[1:] if argv is None else argv)}` — "
              f"{time.strftime('%Y-%m-%d %H:%M')}, jax {jax.__version__}, float64, batch 1, CPU time of "
-             f"one pinned process; load average at start {[round(x, 2) for x in os.getloadavg()]}.",
+             f"one pinned process; load average at start {loadavg()}.",
              "Default solver of `jc.Options` except `max_iterations`.", "",
              "| scene | ρ update | Anderson | cap | steps | contact steps | mean iterations | unconverged steps (first) | "
              "worst criterion | steps/s (CPU) | compile (s) |", "|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -18,7 +18,6 @@ Writes ``benchmarks/results/solver_trace_<scene>_<settle>.md``.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -28,11 +27,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-jax.config.update("jax_enable_x64", True)  # a script, not the library
+from _common import enable_float64, loadavg  # noqa: E402
+
+enable_float64()  # a script, not the library
 
 import jaxsim_contact as jc  # noqa: E402
 from jaxsim_contact.contact.problem import residuals  # noqa: E402
-from jaxsim_contact.contact.solve import sanitize_problem  # noqa: E402
+from jaxsim_contact.contact import sanitize_problem  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -88,7 +89,7 @@ def main(argv=None):
     lines = [f"# Solver trace: {args.scene}, the problem of step {args.settle + 1}", "",
              f"`python benchmarks/solver_trace.py {' '.join(sys.argv[1:] if argv is None else argv)}` — "
              f"{time.strftime('%Y-%m-%d %H:%M')}, jax {jax.__version__}, float64; load average "
-             f"{[round(x, 2) for x in os.getloadavg()]}.", "",
+             f"{loadavg()}.", "",
              f"{problem.num_contacts} contact slots, {int(active.sum())} active; Delassus of the active rows: "
              f"λ_max {eigenvalues[-1]:.2e}, smallest significant {eigenvalues[significant].min():.2e}, rank "
              f"{int(significant.sum())} of {len(eigenvalues)}; max |normal force| of the step "

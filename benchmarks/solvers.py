@@ -16,25 +16,25 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import platform
 import shlex
 import sys
 import time
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+from _common import enable_float64, timed, write_results
 
-jax.config.update("jax_enable_x64", True)  # a script, not the library: float64 for accuracy
+enable_float64()  # a script, not the library: float64 for accuracy
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 
 import jaxsim_contact as jc  # noqa: E402
 
 C = jc.contact
-B = C.builders
+B = jc.testing.problems
 DT = 1e-3
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def scenarios(quick: bool):
@@ -131,15 +131,9 @@ def pin_solve(pin, model, G, g, mu, kind, tol, cap, reps):
 
 
 def time_call(f, *args, reps=3):
-    out = f(*args)
-    jax.block_until_ready(out)
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        out = f(*args)
-        jax.block_until_ready(out)
-        ts.append(time.perf_counter() - t0)
-    return out, float(np.median(ts))
+    """``(output, median wall time of reps blocked calls)`` after one blocked warm-up call."""
+    t = timed(lambda: f(*args), reps)
+    return t.out, t.steady
 
 
 def main():
@@ -266,10 +260,7 @@ def main():
 
 
 def save(meta, rows, out):
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", f"{out}.json"), "w") as fh:
-        json.dump(dict(meta=meta, rows=rows), fh, indent=1)
-    write_markdown(meta, rows, out)
+    write_results(out, dict(meta=meta, rows=rows), markdown(meta, rows))
 
 
 def _driver(meta):
@@ -280,7 +271,7 @@ def _driver(meta):
     return "`jax.vmap`"
 
 
-def write_markdown(meta, rows, out):
+def markdown(meta, rows) -> str:
     lines = ["# Contact solvers benchmark", "",
              f"`{meta['command']}` — "
              f"started {meta.get('started', '?')}, "
@@ -307,8 +298,7 @@ def write_markdown(meta, rows, out):
             f"{r['time_per_problem_s']*1e6:.1f} | {r['iterations_mean']:.0f} | "
             f"{r['reached_fraction']:.2f} | {r['compile_batch1_s']:.1f} / {r['compile_batch_s']:.1f} | "
             f"{ra} | {rp} |")
-    with open(os.path.join(HERE, "results", f"{out}.md"), "w") as fh:
-        fh.write("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

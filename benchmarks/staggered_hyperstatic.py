@@ -21,28 +21,27 @@ Writes benchmarks/results/staggered_hyperstatic.{json,md} (``--out NAME`` to ren
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shlex
 import sys
 import time
 
-import jax
-import numpy as np
+from _common import enable_float64, write_results
 
-jax.config.update("jax_enable_x64", True)  # a script, not the library: float64 for accuracy
+enable_float64()  # a script, not the library: float64 for accuracy
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
 
 import jaxsim_contact as jc  # noqa: E402
 from jaxsim_contact.contact import staggered  # noqa: E402
 
 C = jc.contact
-HERE = os.path.dirname(os.path.abspath(__file__))
 VARIANTS = ("plain", "anderson", "anderson+guard")
 
 
 def sample(n: int, nv: int, count: int):
     rng = np.random.default_rng(7000 + n + nv)
-    problems = [C.builders.random_problem(rng, n, nv) for _ in range(count)]
+    problems = [jc.testing.problems.random_problem(rng, n, nv) for _ in range(count)]
     return jax.tree_util.tree_map(lambda *xs: np.stack(xs), *problems)
 
 
@@ -108,11 +107,7 @@ def main():
                      f"{args.problems} | {crit} | {r['mean_iterations']:.0f} | "
                      f"{r['median_iterations']:.0f} | {r['p90_iterations']:.0f} | "
                      f"{r['max_iterations_converged']} |")
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", args.out + ".md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(os.path.join(HERE, "results", args.out + ".json"), "w") as f:
-        json.dump(dict(command=command, rows=rows), f, indent=1)
+    write_results(args.out, dict(command=command, rows=rows), "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

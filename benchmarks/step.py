@@ -33,25 +33,24 @@ Writes ``benchmarks/results/step.json`` and ``step.md`` (``step_quick.*`` with `
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
 import time
 from pathlib import Path
 
+from _common import RESULTS, enable_float64, loadavg, pin_to_one_core, timed, write_results
+
 # One core for every engine unless --all-cores: XLA:CPU hands work between its pool threads inside
 # loops, and on a shared machine each handoff can wait a scheduler quantum — measured here under
 # load 6 on 2 cores, one tower contact stage took 1.1 s on two cores and 4.3 ms pinned to one.
 # Pinning (before JAX starts its threads) makes runs comparable; MuJoCo C runs one thread anyway.
-if "--all-cores" not in sys.argv:
-    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+pin_to_one_core()
+enable_float64()  # a script, not the library
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-
-jax.config.update("jax_enable_x64", True)  # a script, not the library
 
 import mujoco  # noqa: E402
 
@@ -154,18 +153,12 @@ def _check_within_joint_limits(name: str, mj, q0):
 # ---- engines ------------------------------------------------------------------------------------
 
 def _median_time(fn, repeats: int):
-    # CPU time of this (pinned) process, not wall time: with other jobs on the machine wall time
-    # counts their time slices too (3 agents on 2 cores inflated it ~3x in earlier runs).
-    t0 = time.process_time()
-    out = jax.block_until_ready(fn())
-    first = time.process_time() - t0
-    times = []
-    for _ in range(repeats):
-        t0 = time.process_time()
-        out = jax.block_until_ready(fn())
-        times.append(time.process_time() - t0)
-    steady = float(np.median(times))
-    return steady, max(first - steady, 0.0), out
+    """``(steady s, compile s, output)`` of ``fn`` (``_common.timed``), blocked on results.
+
+    CPU time of this (pinned) process, not wall time: with other jobs on the machine wall time
+    counts their time slices too (3 agents on 2 cores inflated it ~3x in earlier runs)."""
+    steady, compile_s, out, _ = timed(fn, repeats, clock=time.process_time)
+    return steady, compile_s, out
 
 
 def _batched(run, batch: int, chunk: int):
@@ -286,6 +279,10 @@ def main(argv=None):
     parser.add_argument("--out", default=None,
                         help="stem of the result files in benchmarks/results (default: step, "
                              "step_quick with --quick, step_chunk<N> with --chunk N)")
+    parser.add_argument("--engines", nargs="*", default=["ours", "mujoco_c", "mjx"],
+                        choices=["ours", "mujoco_c", "mjx"], help="engines to run (default: all three)")
+    parser.add_argument("--out-dir", default=None,
+                        help="folder of the result files (default: benchmarks/results)")
     parser.add_argument("--max-seconds", type=float, default=60.0,
                         help="skip an engine's larger batches once one call would exceed this (MJX on "
                              "meshes: 16 s per 20-step call at batch 1 for the Panda)")
@@ -296,7 +293,7 @@ def main(argv=None):
     batches = args.batches or ([1, 32] if args.quick else [1, 32, 256, 1024])
     try:
         import mujoco.mjx  # noqa: F401
-        have_mjx = True
+        have_mjx = "mjx" in args.engines
     except ImportError:
         have_mjx = False
         print("MJX columns skipped: mujoco-mjx is not installed (pip install -e '.[bench]')")
@@ -307,7 +304,7 @@ def main(argv=None):
                 cores_used=len(os.sched_getaffinity(0)), solver=args.solver, compliance=args.compliance,
                 tangential_compliance=args.tangential_compliance,
                 limit_compliance=args.limit_compliance, ours=ours_label,
-                loadavg_start=[round(x, 2) for x in os.getloadavg()])
+                loadavg_start=loadavg())
     rows = []
     if args.chunk < 0:
         parser.error(f"--chunk must be >= 0, got {args.chunk}")
@@ -316,7 +313,7 @@ def main(argv=None):
         stem = f"{stem}_chunk{args.chunk}"
     stem = args.out or stem
     meta["chunk"] = args.chunk
-    out_dir = HERE / "results"
+    out_dir = Path(args.out_dir) if args.out_dir else RESULTS
     out_dir.mkdir(exist_ok=True)
     all_scenes = scenes()
     for name, (mj, q0) in all_scenes.items():
@@ -328,6 +325,7 @@ def main(argv=None):
             engines = [("ours", bench_ours), ("mujoco_c", bench_mujoco_c)]
             if have_mjx:
                 engines.append(("mjx", bench_mjx))
+            engines = [(e, fn) for e, fn in engines if e in args.engines]
             for engine, fn in engines:
                 if engine in too_slow:
                     row[engine] = dict(error=f"skipped: {too_slow[engine]:.1f} s per call at a smaller batch")
@@ -346,9 +344,8 @@ def main(argv=None):
                                             for k, v in row[engine].items()}, flush=True)
             rows.append(row)
             # written after every row, so an interrupted run keeps what it measured
-            meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-            (out_dir / f"{stem}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
-            (out_dir / f"{stem}.md").write_text(markdown(meta, rows, argv))
+            meta["loadavg_end"] = loadavg()
+            write_results(stem, dict(meta=meta, rows=rows), markdown(meta, rows, argv), out_dir)
     print((out_dir / f"{stem}.md").read_text())
 
 

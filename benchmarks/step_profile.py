@@ -33,27 +33,29 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
-os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+from _common import RESULTS, enable_float64, loadavg, pin_to_one_core, timed, write_results
+
+pin_to_one_core(opt_out=None)  # always one core (no --all-cores here)
+enable_float64()  # a script, not the library
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-jax.config.update("jax_enable_x64", True)  # a script, not the library
-
 import jaxsim_contact as jc  # noqa: E402
 from jaxsim_contact.contact import PrimalNewton, solve  # noqa: E402
 from jaxsim_contact.dynamics.kinematics import forward_kinematics  # noqa: E402
 from jaxsim_contact.dynamics.step import smooth_dynamics  # noqa: E402
-from jaxsim_contact.pipeline import constraints as constraints_module  # noqa: E402
-from jaxsim_contact.pipeline import narrowphase as narrow_module  # noqa: E402
-from jaxsim_contact.pipeline.geoms import geom_world_frames  # noqa: E402
-from jaxsim_contact.pipeline.pairs import collision_structure  # noqa: E402
+from jaxsim_contact.collision import narrowphase as narrow_module  # noqa: E402
+from jaxsim_contact.collision.geoms import geom_world_frames  # noqa: E402
+from jaxsim_contact.collision.pairs import collision_structure  # noqa: E402
+from jaxsim_contact.collision.registry import has_closed_form  # noqa: E402
+from jaxsim_contact.constraints import stage as constraints_module  # noqa: E402
+from jaxsim_contact.contact import ContactSolution  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -62,13 +64,7 @@ import step as step_bench  # noqa: E402
 
 def _cpu_time(fn, args, repeats: int) -> float:
     """Median CPU seconds of ``fn(*args)`` (blocked), after one warm-up (compile) call."""
-    jax.block_until_ready(fn(*args))
-    times = []
-    for _ in range(repeats):
-        t0 = time.process_time()
-        jax.block_until_ready(fn(*args))
-        times.append(time.process_time() - t0)
-    return float(np.median(times))
+    return timed(lambda: fn(*args), repeats, clock=time.process_time).steady
 
 
 def _batched(tree, batch: int):
@@ -104,8 +100,6 @@ def _capture_problem(model, state):
 def _stub_solve(problem, solver, warm_start=None, gradient="implicit", warm_primal=None):
     """Zero forces that still depend on every problem array the solver reads (so XLA keeps
     building them): ``PrimalNewton`` with a Delassus factor reads the factor, not ``G``."""
-    from jaxsim_contact.contact.solve import ContactSolution
-
     n = problem.num_contacts
     dep = 0.0 * (jnp.sum(problem.free_velocity) + jnp.sum(warm_start))
     if warm_primal is not None:
@@ -149,16 +143,17 @@ def profile_scene(name, mj, q0, batches, settle: int, repeats: int, k1: int, k2:
                 active=int(np.sum(np.asarray(problem.active))),
                 groups=[dict(pair=f"{g.type_a.name.lower()}-{g.type_b.name.lower()}", pairs=g.num_pairs,
                              narrow_budget=g.narrow_budget,
-                             kind="closed" if narrow_module.has_closed_form(g.type_a, g.type_b) else "GJK/EPA")
+                             kind="closed" if has_closed_form(g.type_a, g.type_b) else "GJK/EPA")
                         for g in structure.groups])
     margin = model.options.contact_margin
 
     def narrow_all(s):
         kin = smooth_dynamics(model, s, ctrl).kinematics
-        return narrow_module.narrow_phase(model, structure, kin, margin)
+        return narrow_module.narrow_phase(model, structure, kin.body_pos, kin.body_quat, margin)
 
     def kinematics_only(s):
-        return geom_world_frames(model, forward_kinematics(model, s.q))
+        kin = forward_kinematics(model, s.q)
+        return geom_world_frames(model, kin.body_pos, kin.body_quat)
 
     def narrow_group(group):
         def fn(s):
@@ -268,18 +263,16 @@ def main(argv=None):
                                              args.limit_compliance)
     meta = dict(command="python benchmarks/step_profile.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                 date=time.strftime("%Y-%m-%d %H:%M"), jax=jax.__version__, repeats=args.repeats,
-                settle=args.settle, solver=label, loadavg_start=[round(x, 2) for x in os.getloadavg()])
+                settle=args.settle, solver=label, loadavg_start=loadavg())
     all_scenes = step_bench.scenes()
     results = []
     for name in args.scenes:
         mj, q0 = all_scenes[name]
         results.append(profile_scene(name, mj, q0, args.batches, args.settle, args.repeats,
                                      *args.iterations, options=options))
-        meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-        out = HERE / "results"
-        (out / f"{args.out}.json").write_text(json.dumps(dict(meta=meta, results=results), indent=1))
-        (out / f"{args.out}.md").write_text(markdown(meta, results))
-    print((HERE / "results" / f"{args.out}.md").read_text())
+        meta["loadavg_end"] = loadavg()
+        write_results(args.out, dict(meta=meta, results=results), markdown(meta, results))
+    print((RESULTS / f"{args.out}.md").read_text())
 
 
 if __name__ == "__main__":
