@@ -52,10 +52,12 @@ def _run(tree: Path, script: str, extra: list[str], out_dir: Path, stem: str) ->
     else:
         command += ["--engines", "ours", "--one-process"]
     check = [sys.executable, "-c", "import jaxsim_contact, sys; sys.stdout.write(jaxsim_contact.__file__)"]
-    used = subprocess.run(check, env=env, capture_output=True, text=True, check=True).stdout
+    # run from the scratch folder: `python -c` puts the working directory first on sys.path
+    used = subprocess.run(check, env=env, capture_output=True, text=True, check=True,
+                          cwd=out_dir).stdout
     if not used.startswith(str(tree)):
         raise RuntimeError(f"PYTHONPATH={tree} imported {used}: the package is installed non-editably?")
-    subprocess.run(command, env=env, check=True)
+    subprocess.run(command, env=env, check=True, cwd=out_dir)
     return json.loads((out_dir / f"{stem}.json").read_text())
 
 

@@ -1,6 +1,6 @@
 """No NaN / inf in step derivatives over 10⁴ random states per scene (issue 6, "Must show").
 
-For each scene of the step-gradient tests (tests/pipeline/test_step_gradients.py and
+For each scene of the step-gradient tests (tests/dynamics/test_step_gradients.py and
 test_inverse_problems.py), ``--states`` random states around contact make/break and exact
 touching; for each state one forward-mode derivative (``jax.jvp`` of one ``jc.step`` along a
 random tangent of ``x = (q, v, ctrl, μ, mass)``) and one reverse-mode gradient (``jax.vjp`` of a
@@ -51,7 +51,7 @@ import jaxsim_contact as jc  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT / "tests" / "pipeline"))
+sys.path.insert(0, str(ROOT / "tests" / "dynamics"))
 sys.path.insert(0, str(ROOT / "examples"))
 
 import inverse_standing_quadruped as quad  # noqa: E402

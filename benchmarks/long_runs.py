@@ -5,7 +5,7 @@ and the tunnelling envelope of a fast small body against a thin static slab. flo
    10; ``jc.scenes.load("tower", ...)``, 1 mm gaps, default options and solver) run ``--steps`` steps (default 10⁴, dt 2 ms)
    in chunks of ``--chunk`` steps. Reported: the largest step-to-step increase of the total energy
    ``kinetic_energy + potential_energy`` (``jaxsim_contact.dynamics``, as in
-   tests/pipeline/test_stability.py), over the whole run and after the settling time; the largest
+   tests/dynamics/test_stability.py), over the whole run and after the settling time; the largest
    displacement of any body centre from where it was at ``t = 0.5 s``; the OR of the error flags;
    solver iterations, residual and the number of unconverged steps.
 2. **Interpenetrated spawns.** A box half sunk into the floor (centre at ``z = 0``) and two boxes

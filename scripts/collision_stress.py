@@ -1,6 +1,6 @@
 """Stress run of ``jc.collision.distance`` against the certified references of the test suite.
 
-Draws many random pairs per shape-pair type and target distance (tests/collision_reference.py),
+Draws many random pairs per shape-pair type and target distance (tests/collision/collision_reference.py),
 runs every GJK variant batched, and prints each query that breaks the accuracy contract: distance
 error (1e-6 separated/touching, 1e-5 penetrating), witness consistency (support planes and
 d = -(overlap along the normal)), |pa - pb| = |d|, or not converged. The test suite runs a fixed
@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 jax.config.update("jax_enable_x64", True)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "collision"))
 
 import jaxsim_contact as jc  # noqa: E402
 from collision_reference import make_pairs, world_support_value  # noqa: E402

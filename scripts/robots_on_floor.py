@@ -1,7 +1,7 @@
 """Issue 5 robot check outside the test suite (too slow for CI on 2 cores): each robot loads from
 example-robot-data, gets a floor, runs 1000 steps of random torques (5 N·m scale; robots without
 actuators just fall), and we print finiteness, joint-limit violation, max penetration, final base
-height and unconverged steps. Tests cover Panda, Go2 and Allegro (tests/pipeline); this covers
+height and unconverged steps. Tests cover Panda, Go2 and Allegro (tests/dynamics); this covers
 Solo-12, UR5 and Talos.
 
     taskset -c 1 python scripts/robots_on_floor.py solo12 ur5 talos

@@ -28,7 +28,7 @@ JACOBIAN_AT = 50
 
 def _robot(name: str):
     """The Go2 (floating, 0.45 m up) or the Panda (fixed base) on a floor, self-collision off,
-    start clipped into the joint ranges (as ``tests/pipeline/test_robots_and_state.py``)."""
+    start clipped into the joint ranges (as ``tests/dynamics/test_robots_and_state.py``)."""
     import jax.numpy as jnp
     import numpy as np
 

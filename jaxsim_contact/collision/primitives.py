@@ -3,7 +3,7 @@
 Each function maps one pair of (unbatched) :class:`~.geoms.GeomData` to a :class:`~.manifold.Manifold`
 with normals from geom a to geom b; the narrow phase vmaps it over a pair group. Closed forms are
 exact, cost a few flops and have no iteration cap, which is why they replace GJK/EPA for these
-pairs; ``tests/pipeline`` cross-checks them against ``jc.collision.distance``.
+pairs; ``tests/collision/test_narrowphase.py`` cross-checks them against ``jc.collision.distance``.
 
 Manifolds (≤ 4 points per pair):
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import typing
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -29,10 +28,10 @@ import numpy as np
 from ..contact import ContactProblem
 from ..model import Model, Options, State
 from . import contact_rows, limit_rows
-from .rows import RowBlock, RowKind
+from .rows import RowBlock, RowKind, SlotGeometry
 
 __all__ = ["PRODUCERS", "Producer", "num_constraint_slots", "constraint_rows", "any_row_in_reach",
-           "Stacked", "stack", "contact_problem", "split_forces"]
+           "stack", "contact_problem", "split_forces"]
 
 
 class Producer(typing.NamedTuple):
@@ -93,21 +92,10 @@ def constraint_rows(model: Model, state: State, smooth, dt: jax.Array, all_far: 
     return tuple(blocks), overflow
 
 
-class Stacked(eqx.Module):
-    """The blocks' slot geometry stacked in slot order (``n`` slots), see :class:`~.rows.RowBlock`."""
-
-    distance: jax.Array
-    frame: jax.Array
-    friction: jax.Array
-    key: jax.Array
-    active: jax.Array
-    point: jax.Array
-
-
-def stack(blocks: tuple[RowBlock, ...]) -> Stacked:
-    """Concatenate the blocks' geometry (the row space's slot order)."""
+def stack(blocks: tuple[RowBlock, ...]) -> SlotGeometry:
+    """The blocks' slot geometry concatenated in the row space's slot order (``n`` slots)."""
     cat = lambda name: jnp.concatenate([getattr(b, name) for b in blocks])  # noqa: E731
-    return Stacked(distance=cat("distance"), frame=cat("frame"), friction=cat("friction"),
+    return SlotGeometry(distance=cat("distance"), frame=cat("frame"), friction=cat("friction"),
                    key=cat("key"), active=cat("active"), point=cat("point"))
 
 
@@ -127,7 +115,7 @@ def _reference_velocity(blocks, options: Options, distance, c_now, dt):
                      reference)
 
 
-def contact_problem(model: Model, blocks, rows: Stacked, smooth, velocity, dt):
+def contact_problem(model: Model, blocks, rows: SlotGeometry, smooth, velocity, dt):
     """``(problem, B)``: the contact problem of the stacked blocks (force units, module docstring)
     and its Delassus factor ``B`` ``(3n, nv)``."""
     factor_rows, velocity_rows = zip(*(b.factor_and_velocity_rows(model, smooth, velocity)

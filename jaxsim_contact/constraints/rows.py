@@ -26,7 +26,7 @@ import jax
 
 from ..model import Options
 
-__all__ = ["RowKind", "RowBlock"]
+__all__ = ["RowKind", "SlotGeometry", "RowBlock"]
 
 
 class RowKind(enum.Enum):
@@ -36,8 +36,8 @@ class RowKind(enum.Enum):
     UNILATERAL = "unilateral"
 
 
-class RowBlock(eqx.Module):
-    """``m`` constraint slots of one kind (module docstring).
+class SlotGeometry(eqx.Module):
+    """The geometry of ``m`` constraint slots, evaluated outside the solve.
 
     Attributes:
       distance: ``(m,)`` signed distance along the normal row (m or rad; ``< 0`` violated).
@@ -55,13 +55,18 @@ class RowBlock(eqx.Module):
     active: jax.Array
     point: jax.Array
 
-    kind: eqx.AbstractClassVar[RowKind]
-    #: Newton restitution applies to the slots' normal rows (seed 001 §II)
-    restitution: eqx.AbstractClassVar[bool]
-
     @property
     def num_slots(self) -> int:
         return self.distance.shape[0]
+
+
+class RowBlock(SlotGeometry):
+    """``m`` constraint slots of one kind (module docstring): their :class:`SlotGeometry`, their
+    row kind and compliance, and their Jacobian rows on demand."""
+
+    kind: eqx.AbstractClassVar[RowKind]
+    #: Newton restitution applies to the slots' normal rows (seed 001 §II)
+    restitution: eqx.AbstractClassVar[bool]
 
     @abc.abstractmethod
     def normal_compliance(self, options: Options, dtype) -> jax.Array:

@@ -1,16 +1,18 @@
 """Time stepping: ``init``, ``step``, ``rollout`` (semi-implicit Euler with hard contact).
 
-One step (DESIGN §2; seed 001 §II-A time stepping, seed 004 §II-C):
+One step (DESIGN §2; seed 001 §II-A time stepping, seed 004 §II-C), as :func:`step` lists it:
 
-    M, bias           at q                                   (CRBA, RNEA)
-    τ_smooth          = passive(q, v) + actuators(q, v, ctrl) - bias
-    contact stage     τ_constraint = Jᵀ f from the contact problem (jaxsim_contact.constraints)
-    v⁺ = v + dt (M + dt·D)⁻¹ (τ_smooth + τ_constraint)        D = diag(dof_damping)
-    q⁺ = q ⊕ v⁺ dt                                            (manifold integration)
+    guard inputs      a stand-in for an environment with bad inputs (fault isolation)
+    smooth dynamics   kinematics; M, bias at q (CRBA, RNEA); τ_smooth = passive + actuators - bias;
+                      v_f = v + dt (M + dt·D)⁻¹ τ_smooth        D = diag(dof_damping)
+    contact stage     collision → constraint rows → solve (jaxsim_contact.constraints):
+                      v⁺ = v_f + dt (M + dt·D)⁻¹ Jᵀ f
+    integrate         q⁺ = q ⊕ v⁺ dt                            (manifold integration)
+    advance or hold   the next state, or the held one of an environment that failed
 
 This is MuJoCo's ``Euler`` integrator, including its implicit treatment of joint damping
 (``eulerdamp``), so contact-free trajectories can be compared with MuJoCo C step by step.
-``(M + dt·D)`` is factorised once by Cholesky; the contact stage will reuse that factor for the
+``(M + dt·D)`` is factorised once by Cholesky; the contact stage reuses that factor for the
 Delassus matrix.
 """
 
@@ -143,31 +145,57 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
     its values are held as above, but reverse-mode derivatives of that one step for that
     environment can still be NaN (a zero cotangent times an infinite partial derivative).
     """
+    dt = model.options.dt.astype(state.q.dtype)
+    guard = _guard_inputs(model, state, ctrl)  # fault isolation: bad inputs step a stand-in
+    with jax.named_scope("smooth_dynamics"):  # kinematics, M, bias, passive and actuator forces
+        smooth = smooth_dynamics(model, guard.state, guard.ctrl)
+    with jax.named_scope("contact_stage"):  # collision, constraint rows, solve: v⁺ from v_f
+        v_next, contact, contact_error = contact_stage(model, guard.state, smooth, dt)
+    q_next = integrate_positions(model, guard.state.q, v_next, dt)  # q⁺ = q ⊕ v⁺ Δt
+    return _advance_or_hold(model, state, guard, q_next, v_next, contact, contact_error)
+
+
+class _Guard(eqx.Module):
+    """What :func:`_guard_inputs` found: the stand-in ``state`` and ``ctrl`` the step runs on,
+    whether the environment ``runs``, and the validity of its incoming state and control."""
+
+    state: State
+    ctrl: jax.Array
+    runs: jax.Array
+    state_ok: jax.Array
+    ctrl_ok: jax.Array
+
+
+def _guard_inputs(model: Model, state: State, ctrl: jax.Array | None) -> _Guard:
+    """Fault isolation (see :func:`step`): an environment with bad inputs or a ``FREEZE`` bit
+    steps ``qpos0`` at rest with zero control and no warm start instead of its own values, so
+    that its bad values reach no arithmetic."""
     dtype = state.q.dtype
     if ctrl is None:
         ctrl = jnp.zeros((model.nu,), dtype)
-    dt = model.options.dt.astype(dtype)
     limit = model.options.value_limit.astype(dtype)
     state_ok = _within_limit(state.q, limit) & _within_limit(state.v, limit)
     ctrl_ok = _within_limit(ctrl, limit)
     runs = state_ok & ctrl_ok & ((state.error & ErrorFlag.FREEZE) == 0)
-    rest_q = model.qpos0.astype(dtype)
     empty_contact = initial_contact_data(model, dtype)
     _check_contact_cache(state.contact, empty_contact)
     stand_in = State(
-        q=jnp.where(runs, state.q, rest_q), v=jnp.where(runs, state.v, 0.0), time=state.time,
-        error=state.error,
+        q=jnp.where(runs, state.q, model.qpos0.astype(dtype)), v=jnp.where(runs, state.v, 0.0),
+        time=state.time, error=state.error,
         contact=None if state.contact is None else _tree_where(runs, state.contact, empty_contact))
-    ctrl = jnp.where(runs, ctrl, 0.0)
+    return _Guard(state=stand_in, ctrl=jnp.where(runs, ctrl, 0.0), runs=runs, state_ok=state_ok,
+                  ctrl_ok=ctrl_ok)
 
-    with jax.named_scope("smooth_dynamics"):
-        smooth = smooth_dynamics(model, stand_in, ctrl)
-    # contact stage (DESIGN §2 stages 2-4, 6-7): v_next = v_f + dt M̃⁻¹ Jᵀ f
-    with jax.named_scope("contact_stage"):
-        v_next, contact, contact_error = contact_stage(model, stand_in, smooth, dt)
-    q_next = integrate_positions(model, stand_in.q, v_next, dt)
 
+def _advance_or_hold(model: Model, state: State, guard: _Guard, q_next, v_next, contact,
+                     contact_error) -> State:
+    """The next state where the environment ran and its result is valid; else the held state under
+    ``stop_gradient`` (its valid input, or ``qpos0`` at rest), with the error bits of the step."""
+    dtype = state.q.dtype
+    limit = model.options.value_limit.astype(dtype)
+    rest_q = model.qpos0.astype(dtype)
     result_ok = _within_limit(q_next, limit) & _within_limit(v_next, limit)
+    runs, state_ok = guard.runs, guard.state_ok
     advances = runs & result_ok
     held_q = jax.lax.stop_gradient(jnp.where(state_ok, state.q, rest_q))
     held_v = jax.lax.stop_gradient(jnp.where(state_ok, state.v, 0.0))
@@ -175,11 +203,11 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
         state.error.astype(jnp.int32)
         | jnp.where(runs, contact_error, 0)  # contact_error is int32 already
         | error_bit(~(state_ok & (result_ok | ~runs)), ErrorFlag.NON_FINITE_STATE)
-        | error_bit(~ctrl_ok, ErrorFlag.INVALID_CONTROL)
+        | error_bit(~guard.ctrl_ok, ErrorFlag.INVALID_CONTROL)
     )
     return State(q=jnp.where(advances, q_next, held_q), v=jnp.where(advances, v_next, held_v),
-                 time=state.time + dt, error=error,
-                 contact=_tree_where(advances, contact, empty_contact))
+                 time=state.time + model.options.dt.astype(dtype), error=error,
+                 contact=_tree_where(advances, contact, initial_contact_data(model, dtype)))
 
 
 def rollout(model: Model, state: State, ctrls: jax.Array,

@@ -16,7 +16,7 @@ import pytest
 import jaxsim_contact as jc
 from jaxsim_contact.model import ErrorFlag
 from jaxsim_contact.constraints.limit_rows import limited_joints
-from conftest import rollout, step
+from compiled import rollout, step
 from dynamics_reference import SCENES, scene_path
 
 # robot -> initial base height (floating bases; None = fixed base) ; self-collision is off: hard

@@ -3,7 +3,7 @@
 import pathlib
 import re
 
-NOTEBOOK = pathlib.Path(__file__).resolve().parents[1] / "notebooks" / "differentiable_collision.ipynb"
+NOTEBOOK = pathlib.Path(__file__).resolve().parents[2] / "notebooks" / "differentiable_collision.ipynb"
 
 
 def test_differentiable_collision_notebook_executes(run_notebook):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxsim_contact as jc
-from conftest import rollout
+from compiled import rollout
 
 MASS, ARM, G, DT, STEPS = 1.0, 0.5, 9.81, 1e-3, 400
 

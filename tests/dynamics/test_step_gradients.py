@@ -88,7 +88,7 @@ def _bob_resting_angle(penetration: float) -> float:
     return float(np.arcsin(penetration / 0.4))
 
 
-# ---- one step as a function of x = (q, v, ctrl, mu, mass): tests/pipeline/flat_step.py ---------
+# ---- one step as a function of x = (q, v, ctrl, mu, mass): tests/dynamics/flat_step.py ---------
 
 #: Compiled programs, shared by every test of a model (compilation dominates the cost of this
 #: file, ~20-30 s per program on the shared 2-core machine): the literal ``jax.jacfwd`` of one

@@ -19,7 +19,7 @@ import pytest
 
 import jaxsim_contact as jc
 from jaxsim_contact.dynamics import kinetic_energy
-from conftest import rollout
+from compiled import rollout
 
 MASS, HALF, MU, G = 1.0, 0.1, 0.4, 9.81
 STEPS = 600

@@ -21,7 +21,7 @@ import pytest
 
 import jaxsim_contact as jc
 from jaxsim_contact.dynamics import kinetic_energy, potential_energy
-from conftest import rollout
+from compiled import rollout
 
 HORIZON = 5.0
 DT = 2e-3
