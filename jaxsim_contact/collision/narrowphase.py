@@ -3,8 +3,8 @@
 DESIGN §2 stages 2–3. For every static :class:`~.pairs.PairGroup`:
 
 1. **culling** — bounding spheres (for a capsule also its segment; a signed distance for planes)
-   give a cheap lower bound ``gap`` of each pair's distance; pairs with ``gap ≤ margin`` are *near*. Groups whose narrow budget is
-   smaller than their pair count run the exact test on the ``budget`` pairs of smallest gap
+   give a cheap lower bound ``gap`` of each pair's distance; pairs with ``gap ≤ margin`` are
+   *near*. Groups whose narrow budget is smaller than their pair count run the exact test on the ``budget`` pairs of smallest gap
    (``lax.top_k``) and flag an overflow when more pairs are near (static budget + mask, no
    sentinel). A pair that is not near cannot touch within the margin: its candidates are
    inactive and report the *bound* — ``distance = gap`` (≤ the true distance), the normal along
@@ -111,7 +111,7 @@ def _when_near(near: jax.Array, exact, like):
     cotangents in reverse mode, which a step's ``jacrev`` would materialise and carry back.)"""
     # batch-wide predicate: under vmap a per-environment one would make this cond a select whose
     # operands pass through stop_gradient, which cannot be transposed inside the contact stage's
-    # derivative rule (constraints._gated_contact_stage_jvp: grad of a vmapped step)
+    # derivative rule (constraints.stage._gated_stage_jvp: grad of a vmapped step)
     return jax.lax.cond(any_in_batch(jnp.any(near)), exact,
                         lambda: jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype), like))
 

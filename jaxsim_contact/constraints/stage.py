@@ -33,6 +33,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..batching import any_in_batch
 from ..contact import solve
@@ -44,7 +45,8 @@ from .assembler import (
     num_constraint_slots,
     stack,
 )
-from .contact_rows import ContactRows, contact_slots, default_contact_budget
+from .contact_rows import contact_slots, default_contact_budget
+from .rows import RowKind
 
 __all__ = ["default_contact_budget", "contact_slots", "num_constraint_slots", "initial_contact_data",
            "contact_stage"]
@@ -108,7 +110,8 @@ def _stage(model: Model, state: State, smooth, dt: jax.Array, all_far: bool):
     v_next, active, force, generalized_force, iterations, criterion, converged = solved
     any_active = jnp.any(active)
     converged = converged | ~any_active
-    is_contact = jnp.concatenate([jnp.full(b.num_slots, isinstance(b, ContactRows)) for b in blocks])
+    # penetration is a contact quantity: the cone slots' (a limit's violation is an angle)
+    is_contact = np.concatenate([np.full(b.num_slots, b.kind is RowKind.CONE) for b in blocks])
     penetration = jnp.max(jnp.where(rows.active & is_contact, -rows.distance, 0.0), initial=0.0)
     data = ContactData(
         key=rows.key, active=active, distance=rows.distance, point=rows.point, frame=rows.frame,
