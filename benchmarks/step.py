@@ -59,95 +59,26 @@ import jaxsim_contact as jc  # noqa: E402
 HERE = Path(__file__).resolve().parent
 
 
-# ---- scenes: one MjModel per scene --------------------------------------------------------------
+# ---- scenes: one MjModel per scene (benchmarks/_scenes.py) ---------------------------------------
 
-def _compile_text(text: str, name: str):
-    import tempfile
+from _scenes import load as _load_scene  # noqa: E402
+from _scenes import panda  # noqa: E402  (scripts that import step use step.panda)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"{name}.xml"
-        path.write_text(text)
-        return jc.io.compile_spec(jc.io.prepare_spec(path), path)
+__all__ = ["bench_mjx", "bench_mujoco_c", "bench_ours", "ours_options", "panda", "scenes"]
 
-
-def _robot(file: str, floating_base: bool = False, edit=None, **kwargs):
-    """A URDF robot with a floor plane and every same-tree body pair excluded (self-collision off,
-    as in the pipeline's robot tests); ``edit(spec)``, if given, runs just before compiling."""
-    from jaxsim_contact.io.urdf import default_package_dirs
-
-    root = next(d for d in default_package_dirs() if d.name == "robots")
-    path = root / file
-    spec = jc.io.prepare_spec(path, floating_base=floating_base, **kwargs)
-    spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[10, 10, 0.1],
-                            friction=[1.0, 0.005, 0.0001])
-    bodies = [b.name for b in spec.bodies if b.name != "world"]
-    for i, a in enumerate(bodies):
-        for b in bodies[i + 1:]:
-            spec.add_exclude(bodyname1=a, bodyname2=b)
-    if edit is not None:
-        edit(spec)
-    return jc.io.compile_spec(spec, path)
-
-
-def panda(edit=None, limit_margin: float = 0.0):
-    """``(MjModel, q0)``: the Panda on a floor, its reference pose clipped into the joint limits
-    shrunk by ``limit_margin`` (rad or m; 0 puts joint 4 and both fingers exactly on a limit)."""
-    mj = _robot("panda_description/urdf/panda.urdf", ignore_equality=True, edit=edit)
-    q0 = mj.qpos0.copy()
-    limited = mj.jnt_limited.astype(bool)
-    q0[mj.jnt_qposadr[limited]] = np.clip(q0[mj.jnt_qposadr[limited]],
-                                          mj.jnt_range[limited, 0] + limit_margin,
-                                          mj.jnt_range[limited, 1] - limit_margin)
-    return mj, q0
+#: the scenes of this benchmark, in report order
+SCENES = ("box", "tower", "humanoid", "panda", "go2")
 
 
 def scenes() -> dict:
     """name -> (MjModel, initial qpos)."""
     out = {}
-    box = _compile_text(jc.scenes.box_tower(count=1, gap=1e-4), "box")
-    out["box"] = (box, box.qpos0.copy())
-    tower = _compile_text(jc.scenes.box_tower(count=10, gap=1e-3), "tower")
-    out["tower"] = (tower, tower.qpos0.copy())
-    try:
-        import mujoco.mjx as mjx_module
-
-        path = Path(mjx_module.__file__).parent / "test_data" / "humanoid" / "humanoid.xml"
-        humanoid = jc.io.compile_mjmodel(path)
-        q0 = humanoid.key_qpos[0].copy() if humanoid.nkey else humanoid.qpos0.copy()
-        out["humanoid"] = (humanoid, q0)
-    except ImportError:
-        print("humanoid skipped: mujoco-mjx is not installed (pip install -e '.[bench]')")
-    out["panda"] = panda()
-    out["go2"] = go2()
-    for name, (mj, q0) in out.items():
-        _check_within_joint_limits(name, mj, q0)
+    for name in SCENES:
+        try:
+            out[name] = _load_scene(name)
+        except (ImportError, FileNotFoundError) as err:
+            print(f"{name} skipped: {err} (pip install -e '.[bench]')")
     return out
-
-
-#: height (m) of the lowest foot vertex above the floor at the start: the robot drops and lands
-GO2_DROP = 0.01
-
-
-def go2():
-    """``(MjModel, q0)``: the Go2 on a floor, legs in the standing pose of
-    ``examples/inverse_standing_quadruped.py`` (inside the URDF limits; the URDF's qpos0 = 0 puts
-    every calf 0.84 rad past its limit), feet ``GO2_DROP`` above the floor."""
-    sys.path.insert(0, str(HERE.parent / "examples"))
-    from inverse_standing_quadruped import standing_configuration
-
-    mj = _robot("go2_description/urdf/go2.urdf", floating_base=True)
-    return mj, standing_configuration(mj, penetration=-GO2_DROP)
-
-
-def _check_within_joint_limits(name: str, mj, q0):
-    """A start outside the joint limits makes every engine's first steps a violent limit correction
-    (the old Go2 start did: 0.76 rad past four calf limits), which is not what a scene measures."""
-    limited = mj.jnt_limited.astype(bool) & np.isin(mj.jnt_type, (mujoco.mjtJoint.mjJNT_HINGE,
-                                                                  mujoco.mjtJoint.mjJNT_SLIDE))
-    q = q0[mj.jnt_qposadr[limited]]
-    low, high = mj.jnt_range[limited, 0], mj.jnt_range[limited, 1]
-    if np.any((q < low) | (q > high)):
-        raise ValueError(f"scene {name!r} starts outside its joint limits")
 
 
 # ---- engines ------------------------------------------------------------------------------------
