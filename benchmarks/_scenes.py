@@ -95,11 +95,22 @@ def go2():
     """``(MjModel, q0)``: the Go2 on a floor, legs in the standing pose of
     ``examples/inverse_standing_quadruped.py`` (inside the URDF limits; the URDF's qpos0 = 0 puts
     every calf 0.84 rad past its limit), feet ``GO2_DROP`` above the floor."""
-    sys.path.insert(0, str(HERE.parent / "examples"))
-    from inverse_standing_quadruped import standing_configuration
+    import jax
 
-    mj = robot("go2_description/urdf/go2.urdf", floating_base=True)
-    return mj, standing_configuration(mj, penetration=-GO2_DROP)
+    sys.path.insert(0, str(HERE.parent / "examples"))
+    x64 = bool(jax.config.jax_enable_x64)
+    try:
+        # the example enables float64 when imported (it is a script); the pose is solved in
+        # float64 whatever the caller's dtype, and the caller's setting is restored — a float32
+        # benchmark that loaded the Go2 once ran in float64 from then on
+        from inverse_standing_quadruped import standing_configuration
+
+        mj = robot("go2_description/urdf/go2.urdf", floating_base=True)
+        jax.config.update("jax_enable_x64", True)
+        q0 = np.asarray(standing_configuration(mj, penetration=-GO2_DROP), dtype=np.float64)
+    finally:
+        jax.config.update("jax_enable_x64", x64)
+    return mj, q0
 
 
 def humanoid():

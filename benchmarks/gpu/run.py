@@ -97,13 +97,16 @@ def main(argv=None) -> int:
     start = time.time()
     deadline = start + args.budget_s
     reports = []
-    for index, (dtype, share) in enumerate(DTYPE_SHARES):
-        left_shares = sum(s for _, s in DTYPE_SHARES[index:])
+    shares = [(d, s) for d, s in DTYPE_SHARES if d in args.dtypes]
+    passthrough = (["--toy"] if args.toy else []) + (["--no-target"] if args.no_target else []) + (
+        ["--scenes", *args.scenes] if args.scenes else [])
+    for index, (dtype, share) in enumerate(shares):
+        left_shares = sum(s for _, s in shares[index:])
         now = time.time()
         child_deadline = now + (deadline - now) * share / left_shares
         command = [sys.executable, str(Path(__file__).resolve()), "--child", dtype,
                    "--deadline", f"{child_deadline:.1f}", "--out", str(out),
-                   "--compile-workers", str(args.compile_workers)] + (["--toy"] if args.toy else [])
+                   "--compile-workers", str(args.compile_workers)] + passthrough
         log = out / f"log_{dtype}.txt"
         print(f"[gpu] {dtype}: until +{child_deadline - start:.0f} s, log {log}", flush=True)
         with open(log, "w") as handle:
@@ -142,6 +145,12 @@ def parse_args(argv):
                         help="wall-clock budget of the whole run (s); default 7 minutes")
     parser.add_argument("--compile-workers", type=int, default=max(1, (os.cpu_count() or 2) - 2),
                         help="executables compiled at once (threads)")
+    parser.add_argument("--dtypes", nargs="+", default=[d for d, _ in DTYPE_SHARES],
+                        choices=[d for d, _ in DTYPE_SHARES], help="children to run (default both)")
+    parser.add_argument("--scenes", nargs="+", default=None,
+                        help="step scenes, the first one leading (default: humanoid ant go2 panda tower)")
+    parser.add_argument("--no-target", action="store_true",
+                        help="leave out the humanoid at batch 8192 (the issue's target row)")
     parser.add_argument("--child", choices=[d for d, _ in DTYPE_SHARES], help=argparse.SUPPRESS)
     parser.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -186,7 +195,11 @@ def child(args) -> int:
     import jax
 
     jax.config.update("jax_enable_x64", dtype == "float64")
-    sizes = TOY if args.toy else FULL
+    sizes = dict(TOY if args.toy else FULL)
+    if args.scenes:
+        sizes["scenes"] = tuple(args.scenes)
+    if args.no_target:
+        sizes["target"] = None
     sys.path.insert(0, str(BENCHMARKS))
     device = jax.devices()[0]
     meta = dict(dtype=dtype, backend=jax.default_backend(), device_kind=device.device_kind,
@@ -221,6 +234,13 @@ def child(args) -> int:
             try:
                 t0 = time.perf_counter()
                 fn, fn_args = job.prepare()
+                if bool(jax.config.jax_enable_x64) != (dtype == "float64"):
+                    # a library or script flipped the process's dtype while preparing
+                    raise RuntimeError(f"jax_enable_x64 changed while preparing {job.key}")
+                floats = {str(x.dtype) for x in jax.tree_util.tree_leaves(fn_args)
+                          if jax.numpy.issubdtype(x.dtype, jax.numpy.floating)}
+                if floats - {dtype}:
+                    raise RuntimeError(f"{job.key}: arguments in {sorted(floats)}, not {dtype}")
                 lowered = jax.jit(fn).lower(*fn_args)
                 job.result["lower_s"] = time.perf_counter() - t0
                 futures[pool.submit(_compile, lowered)] = (job, fn_args)
@@ -324,12 +344,12 @@ def plan(sizes: dict, dtype: str) -> list[Job]:
             jobs += step_jobs(scene, batch, group=2)
         for scene in scenes:
             jobs += step_jobs(scene, batch, group=3, settings=(SOFT,), engines=("ours",))
-        for other in sizes["batches_f32"]:
-            if other == batch:
-                continue
+        others_batches = sorted((b for b in sizes["batches_f32"] if b != batch), reverse=True)
+        for index, other in enumerate(others_batches):  # the largest batch first
             for scene in scenes:
-                jobs += step_jobs(scene, other, group=4)
-                jobs += step_jobs(scene, other, group=5, settings=(SOFT,), engines=("ours",))
+                jobs += step_jobs(scene, other, group=4 + index)
+                jobs += step_jobs(scene, other, group=4 + len(others_batches) + index,
+                                  settings=(SOFT,), engines=("ours",))
         return jobs
     batch = sizes["batch_f64"]
     for scene in scenes:
