@@ -535,7 +535,9 @@ class ErrorFlag:
 
     * ``NON_FINITE_STATE``: ``q`` or ``v`` entering or leaving a step is NaN, ±inf or larger in
       magnitude than ``Options.value_limit``.
-    * ``SOLVER_NOT_CONVERGED``: the contact solver hit its iteration cap above its tolerance.
+    * ``SOLVER_NOT_CONVERGED``: the contact solver hit its iteration cap above its tolerance and
+      above what its dtype can resolve (the default ADMM stops at its round-off floor: in float32
+      that is what makes the bit single out a stuck environment).
     * ``CONTACT_BUDGET_OVERFLOW``: more active contacts than contact slots (deepest ones kept).
     * ``INVALID_CONTROL``: ``ctrl`` handed to the step is NaN, ±inf or beyond ``value_limit``.
 

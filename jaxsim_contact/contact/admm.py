@@ -36,7 +36,8 @@ import jax.scipy.linalg as jsl
 
 from .anderson import AndersonHistory, anderson_init, anderson_reset, anderson_step
 from ..types import Choice
-from .problem import ContactProblem, Formulation, criterion, de_saxce, project_cone
+from .problem import (ContactProblem, Formulation, de_saxce, project_cone, residuals,
+                      round_off_floors)
 from .solver import ContactSolver
 
 __all__ = ["ADMM", "ADMMState", "Factorization", "RhoUpdate", "spectral_bounds", "adapt_rho",
@@ -390,13 +391,35 @@ class ADMM(ContactSolver):
             (z_new.reshape(-1, 3), lam, gamma_new, new_rho),
         )
 
-    def criterion(self, problem, state):
+    def _residuals(self, problem, state):
         velocity = None
         if self._low_rank(problem):  # σ = (G + R) λ + g through the factor, O(3n k)
             n = problem.num_contacts
             velocity = (self._matvec(problem, state.force.reshape(3 * n))
                         + problem.free_velocity).reshape(n, 3)
-        return criterion(problem, state.force, self.formulation, velocity)
+        return residuals(problem, state.force, self.formulation, velocity)
+
+    def criterion(self, problem, state):
+        r = self._residuals(problem, state)
+        return jnp.maximum(jnp.maximum(r.primal, r.dual), r.complementarity)
+
+    def _abs_row_sums(self, problem):
+        """``Σ_j |(G + R)_ij|`` ``(3n,)``; through the factor an upper bound, ``O(3n k)``."""
+        if self._low_rank(problem):
+            B = jnp.abs(problem.delassus_factor)
+            return B @ jnp.sum(B, axis=0) + self._low_rank_diagonal(problem)
+        return jnp.sum(jnp.abs(problem.compliant_delassus), axis=1)
+
+    def at_precision_limit(self, problem, state):
+        """Every term of the criterion is at or below its tolerance or its dtype's round-off
+        floor (``round_off_floors``): in float32 the 1e-6 tolerance is below what ``σ`` can
+        resolve on most multibody problems, and without this test ADMM ran to its cap."""
+        r = self._residuals(problem, state)
+        floors = round_off_floors(problem, state.force, self._abs_row_sums(problem))
+        tol = jnp.asarray(self.tolerance, r.primal.dtype)
+        return ((r.primal <= jnp.maximum(floors.primal, tol))
+                & (r.dual <= jnp.maximum(floors.dual, tol))
+                & (r.complementarity <= jnp.maximum(floors.complementarity, tol)))
 
     def rho(self, state):
         return state.rho

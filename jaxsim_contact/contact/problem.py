@@ -51,6 +51,7 @@ __all__ = [
     "contact_residuals",
     "residuals",
     "criterion",
+    "round_off_floors",
     "contact_velocity",
 ]
 
@@ -457,6 +458,41 @@ def criterion(problem: ContactProblem, force: jax.Array, formulation: str = "ncp
     as in :func:`contact_residuals`."""
     r = residuals(problem, force, formulation, velocity)
     return jnp.maximum(jnp.maximum(r.primal, r.dual), r.complementarity)
+
+
+def round_off_floors(problem: ContactProblem, force: jax.Array,
+                     abs_row_sums: jax.Array) -> Residuals:
+    """The smallest criteria the problem's dtype can resolve at ``force`` (issue 42): per term,
+    machine epsilon times the magnitude the term is computed from, so that a solver whose
+    residuals are at or below them is as accurate as its arithmetic allows.
+
+    * primal ``ε |λ|∞`` (the projection of ``λ`` is exact to an ulp of ``λ``);
+    * dual ``ε S`` with ``S = (1 + μ_max) max_i (Σ_j |A_ij| |λ|∞ + |g_i|)`` over active rows, an
+      upper bound of the magnitudes summed into ``σ_i = (A λ + g)_i`` (``A = G + R``; the De Saxcé
+      term adds ``μ |σ_T|``): the round-off of ``σ`` is about ``ε`` times that sum, whatever the
+      cancellation leaves of ``σ`` itself;
+    * complementarity ``ε |λ|∞ S`` (``λ · σ`` with ``σ`` known to ``ε S``).
+
+    In float64 these are ~1e-16 relative and bind only for very large forces; in float32 (ε =
+    1.2e-7) a 10-box tower's ``S`` ≈ 2e3 m/s² puts the dual floor near 3e-4 m/s², far above a
+    1e-6 tolerance (measured: the default ADMM then ran to its 500-iteration cap).
+
+    Args:
+      problem: the (sanitised) problem, ``n`` contacts.
+      force: ``(n, 3)`` current force.
+      abs_row_sums: ``(3n,)`` ``Σ_j |A_ij|`` or an upper bound of it (a solver working through
+        a factor ``A = B Bᵀ + D`` passes ``|B| (|B|ᵀ 1) + |D|``).
+    Returns:
+      ``Residuals`` of scalars in the criterion's units.
+    """
+    eps = jnp.finfo(force.dtype).eps
+    rows = jnp.repeat(problem.active, 3)
+    lam = jnp.max(jnp.where(problem.active[:, None], jnp.abs(force), 0.0), initial=0.0)
+    sigma = jnp.max(jnp.where(rows, abs_row_sums * lam + jnp.abs(problem.free_velocity), 0.0),
+                    initial=0.0)
+    mu = jnp.max(jnp.where(problem.active, problem.friction, 0.0), initial=0.0)
+    sigma = (1.0 + mu) * sigma
+    return Residuals(eps * lam, eps * sigma, eps * lam * sigma)
 
 
 def sanitize_problem(problem: ContactProblem) -> tuple[ContactProblem, jax.Array]:

@@ -14,7 +14,9 @@ Optional overrides: ``force`` (the current force estimate; default ``state.force
 ``epoch_length`` / ``refresh`` (per-epoch work such as a refactorisation), ``rho`` (a final proximal
 parameter to warm-start from) and ``at_precision_limit(problem, state) -> bool``: the iterate is as
 accurate as the solver's arithmetic allows (default ``False``); the driver then stops and reports
-convergence even if the criterion is above the tolerance (``PrimalNewton``, see :mod:`.newton`).
+convergence even if the criterion is above the tolerance (``PrimalNewton``, see :mod:`.newton`;
+``ADMM``: every term of the criterion at or below its dtype's round-off floor,
+:func:`~jaxsim_contact.contact.problem.round_off_floors`).
 """
 
 
@@ -93,7 +95,9 @@ class ContactSolution(eqx.Module):
       velocity: ``(n, 3)`` contact velocity ``G λ + g`` (without compliance).
       iterations: int32 scalar, iterations performed.
       converged: bool scalar, criterion ≤ tolerance, or the solver's iterate at its round-off
-        limit (``PrimalNewton``, see :mod:`.newton`); False for non-finite problems.
+        limit (``PrimalNewton``, see :mod:`.newton`; ``ADMM``, each criterion term at or below
+        its dtype's floor — then ``criterion`` can exceed the tolerance); False for non-finite
+        problems.
       criterion: the solver's termination criterion at the returned force.
       primal, dual, complementarity: maxima of the per-contact criteria of the solver's
         formulation (seed 001 eq. 15; CCP / LCP variants), see ``residual_formulation``.

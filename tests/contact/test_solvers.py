@@ -3,6 +3,7 @@ the same formulation, float32, and warm starting (seed 001 §III, §III-E)."""
 
 import functools
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -486,3 +487,55 @@ def test_primal_newton_starts_from_a_primal_warm_start():
     np.testing.assert_array_equal(grad, 0.0)
     with pytest.raises(ValueError, match="warm_primal"):
         C.solve(one, newton, warm_primal=exact[0, :-1])
+
+
+def _scaled_problem(scale: float, dtype):
+    """A random 8-contact problem with its free velocity scaled by ``scale`` (forces scale with
+    it): at 1e2 (forces ~200) the 1e-6 tolerance is below what float32 can resolve of
+    ``σ = G λ + g`` and ``λ · σ``, not below float64's."""
+    p = B.random_problem(np.random.default_rng(3), 8, dtype=np.float64)
+    return C.ContactProblem(jnp.asarray(p.delassus, dtype), jnp.asarray(scale * p.free_velocity, dtype),
+                            jnp.asarray(p.friction, dtype))
+
+
+def test_round_off_floors_closed_form():
+    p = _scaled_problem(1.0, jnp.float64)
+    force = jnp.asarray(np.random.default_rng(4).uniform(0.0, 2.0, (8, 3)))
+    sums = jnp.sum(jnp.abs(p.delassus), axis=1)
+    floors = C.problem.round_off_floors(p, force, sums)
+    eps = np.finfo(np.float64).eps
+    lam = float(jnp.max(jnp.abs(force)))
+    sigma = (1 + float(jnp.max(p.friction))) * float(jnp.max(sums * lam + jnp.abs(p.free_velocity)))
+    np.testing.assert_allclose([float(x) for x in floors], [eps * lam, eps * sigma, eps * lam * sigma],
+                               rtol=1e-12)
+    # inactive contacts are left out of every scale
+    inactive = C.ContactProblem(p.delassus, p.free_velocity, p.friction,
+                                active=jnp.zeros(8, bool))
+    assert [float(x) for x in C.problem.round_off_floors(inactive, force, sums)] == [0.0, 0.0, 0.0]
+
+
+def test_admm_stops_at_the_float32_round_off_floor():
+    """Issue 42: with forces ~200 the float32 criterion cannot reach 1e-6; ADMM stops once every
+    term is at its round-off floor, reports converged, and its forces agree with float64's to
+    float32 accuracy. A cap that leaves the iterate above the floor still reports not converged,
+    and in float64 the floor does not bind (the same iterations as the criterion alone)."""
+    solver = C.ADMM("ncp", max_iterations=2000, tolerance=1e-6)
+    p32, p64 = _scaled_problem(1e2, jnp.float32), _scaled_problem(1e2, jnp.float64)
+    solve = eqx.filter_jit(C.solve)
+    s32, s64 = solve(p32, solver), solve(p64, solver)
+    assert bool(s64.converged) and float(s64.criterion) <= 1e-6
+    assert bool(s32.converged), float(s32.criterion)
+    assert float(s32.criterion) > 1e-6  # converged at the floor, not at the tolerance
+    assert int(s32.iterations) < solver.max_iterations
+    scale = float(jnp.max(jnp.abs(s64.force)))
+    # measured: 1.4e-7 relative (float32's own accuracy)
+    assert float(jnp.max(jnp.abs(s32.force - s64.force))) <= 1e-5 * scale
+    stopped = solve(p32, solver.replace(max_iterations=2))
+    assert not bool(stopped.converged)
+
+    class NoFloor(C.ADMM):
+        def at_precision_limit(self, problem, state):
+            return jnp.zeros((), bool)
+
+    plain = NoFloor("ncp", max_iterations=2000, tolerance=1e-6)
+    assert int(solve(p64, plain).iterations) == int(s64.iterations)
