@@ -23,8 +23,18 @@ import jax.numpy as jnp
 __all__ = ["AndersonHistory", "anderson_init", "anderson_step", "anderson_reset"]
 
 #: Tikhonov weight of the normal equation, relative to the mean squared column norm of ΔG:
-#: keeps θ bounded when the residual differences become collinear near convergence
+#: keeps θ bounded when the residual differences become collinear near convergence. Never below
+#: ``RIDGE_EPS_FACTOR`` machine epsilons of the dtype (:func:`ridge_weight`): the Gram matrix is
+#: only known to about ε relative, and in float32 a 1e-10 ridge is below that — a vmapped float32
+#: step then extrapolated from a numerically singular system and ADMM stalled at its cap (issue 42)
 REGULARIZATION = 1e-10
+RIDGE_EPS_FACTOR = 10.0
+
+
+def ridge_weight(dtype) -> float:
+    """The relative Tikhonov weight for ``dtype``: ``max(REGULARIZATION, RIDGE_EPS_FACTOR · ε)``
+    (1e-10 in float64, 1.2e-6 in float32)."""
+    return max(REGULARIZATION, RIDGE_EPS_FACTOR * float(jnp.finfo(dtype).eps))
 
 
 class AndersonHistory(eqx.Module):
@@ -75,7 +85,7 @@ def anderson_step(history: AndersonHistory, x: jax.Array, f: jax.Array):
     delta_g_valid = jnp.where(valid[:, None], delta_g, 0.0)
     gram = delta_g_valid @ delta_g_valid.T
     scale = jnp.sum(jnp.diagonal(gram)) / jnp.maximum(jnp.sum(valid), 1)
-    ridge = REGULARIZATION * scale + jnp.finfo(dtype).tiny
+    ridge = ridge_weight(dtype) * scale + jnp.finfo(dtype).tiny
     # unfilled columns: identity rows and zero right-hand side, so their θ is exactly 0
     gram = gram + jnp.diag(jnp.where(valid, ridge, 1.0))
     theta = jnp.linalg.solve(gram, delta_g_valid @ g)

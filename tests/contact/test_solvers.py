@@ -503,7 +503,7 @@ def test_round_off_floors_closed_form():
     force = jnp.asarray(np.random.default_rng(4).uniform(0.0, 2.0, (8, 3)))
     sums = jnp.sum(jnp.abs(p.delassus), axis=1)
     floors = C.problem.round_off_floors(p, force, sums)
-    eps = np.finfo(np.float64).eps
+    eps = C.problem.ROUND_OFF_ULPS * np.finfo(np.float64).eps
     lam = float(jnp.max(jnp.abs(force)))
     sigma = (1 + float(jnp.max(p.friction))) * float(jnp.max(sums * lam + jnp.abs(p.free_velocity)))
     np.testing.assert_allclose([float(x) for x in floors], [eps * lam, eps * sigma, eps * lam * sigma],
@@ -528,8 +528,9 @@ def test_admm_stops_at_the_float32_round_off_floor():
     assert float(s32.criterion) > 1e-6  # converged at the floor, not at the tolerance
     assert int(s32.iterations) < solver.max_iterations
     scale = float(jnp.max(jnp.abs(s64.force)))
-    # measured: 1.4e-7 relative (float32's own accuracy)
-    assert float(jnp.max(jnp.abs(s32.force - s64.force))) <= 1e-5 * scale
+    # measured: 1.6e-5 relative with the 4-ulp floors (1.4e-7, float32's own accuracy, when the
+    # floors were 1 ulp: the criterion's slack reaches the forces through G's conditioning)
+    assert float(jnp.max(jnp.abs(s32.force - s64.force))) <= 1e-4 * scale
     stopped = solve(p32, solver.replace(max_iterations=2))
     assert not bool(stopped.converged)
 
