@@ -36,8 +36,8 @@ import jax.scipy.linalg as jsl
 
 from .anderson import AndersonHistory, anderson_init, anderson_reset, anderson_step
 from ..types import Choice
-from .problem import (ContactProblem, Formulation, de_saxce, project_cone, residuals,
-                      round_off_floors)
+from .problem import (ContactProblem, Formulation, Residuals, contact_residuals, de_saxce,
+                      project_cone, round_off_floors)
 from .solver import ContactSolver
 
 __all__ = ["ADMM", "ADMMState", "Factorization", "RhoUpdate", "spectral_bounds", "adapt_rho",
@@ -391,35 +391,38 @@ class ADMM(ContactSolver):
             (z_new.reshape(-1, 3), lam, gamma_new, new_rho),
         )
 
-    def _residuals(self, problem, state):
+    def _residuals(self, problem, state) -> Residuals:
+        """Per-contact ``(ε_p, ε_d, ε_c)``, each ``(n,)``."""
         velocity = None
         if self._low_rank(problem):  # σ = (G + R) λ + g through the factor, O(3n k)
             n = problem.num_contacts
             velocity = (self._matvec(problem, state.force.reshape(3 * n))
                         + problem.free_velocity).reshape(n, 3)
-        return residuals(problem, state.force, self.formulation, velocity)
+        return contact_residuals(problem, state.force, self.formulation, velocity)
 
     def criterion(self, problem, state):
         r = self._residuals(problem, state)
-        return jnp.maximum(jnp.maximum(r.primal, r.dual), r.complementarity)
+        return jnp.max(jnp.maximum(jnp.maximum(r.primal, r.dual), r.complementarity), initial=0.0)
 
-    def _abs_row_sums(self, problem):
-        """``Σ_j |(G + R)_ij|`` ``(3n,)``; through the factor an upper bound, ``O(3n k)``."""
+    def _abs_products(self, problem, force):
+        """``|G + R| |λ|`` ``(3n,)``; through the factor the bound ``|B| (|B|ᵀ |λ|) + d |λ|``,
+        ``O(3n k)``."""
+        lam = jnp.abs(force.reshape(-1))
         if self._low_rank(problem):
             B = jnp.abs(problem.delassus_factor)
-            return B @ jnp.sum(B, axis=0) + self._low_rank_diagonal(problem)
-        return jnp.sum(jnp.abs(problem.compliant_delassus), axis=1)
+            return B @ (B.T @ lam) + self._low_rank_diagonal(problem) * lam
+        return jnp.abs(problem.compliant_delassus) @ lam
 
     def at_precision_limit(self, problem, state):
-        """Every term of the criterion is at or below its tolerance or its dtype's round-off
-        floor (``round_off_floors``): in float32 the 1e-6 tolerance is below what ``σ`` can
-        resolve on most multibody problems, and without this test ADMM ran to its cap."""
+        """Every term of every contact's criterion is at or below the tolerance or its dtype's
+        round-off floor (``round_off_floors``): in float32 the 1e-6 tolerance is below what
+        ``σ`` can resolve on most multibody problems, and without this test ADMM ran to its
+        cap."""
         r = self._residuals(problem, state)
-        floors = round_off_floors(problem, state.force, self._abs_row_sums(problem))
+        floors = round_off_floors(problem, state.force, self._abs_products(problem, state.force))
         tol = jnp.asarray(self.tolerance, r.primal.dtype)
-        return ((r.primal <= jnp.maximum(floors.primal, tol))
-                & (r.dual <= jnp.maximum(floors.dual, tol))
-                & (r.complementarity <= jnp.maximum(floors.complementarity, tol)))
+        within = [term <= jnp.maximum(floor, tol) for term, floor in zip(r, floors)]
+        return jnp.all(within[0] & within[1] & within[2])
 
     def rho(self, state):
         return state.rho

@@ -501,17 +501,18 @@ def _scaled_problem(scale: float, dtype):
 def test_round_off_floors_closed_form():
     p = _scaled_problem(1.0, jnp.float64)
     force = jnp.asarray(np.random.default_rng(4).uniform(0.0, 2.0, (8, 3)))
-    sums = jnp.sum(jnp.abs(p.delassus), axis=1)
-    floors = C.problem.round_off_floors(p, force, sums)
+    products = jnp.abs(p.delassus) @ jnp.abs(force.reshape(-1))
+    floors = C.problem.round_off_floors(p, force, products)
     eps = C.problem.ROUND_OFF_ULPS * np.finfo(np.float64).eps
-    lam = float(jnp.max(jnp.abs(force)))
-    sigma = (1 + float(jnp.max(p.friction))) * float(jnp.max(sums * lam + jnp.abs(p.free_velocity)))
-    np.testing.assert_allclose([float(x) for x in floors], [eps * lam, eps * sigma, eps * lam * sigma],
-                               rtol=1e-12)
-    # inactive contacts are left out of every scale
+    lam = np.abs(np.asarray(force)).max(axis=1)
+    rows = (np.asarray(products) + np.abs(np.asarray(p.free_velocity))).reshape(8, 3).max(axis=1)
+    sigma = (1 + np.asarray(p.friction)) * rows
+    for got, want in zip(floors, [eps * lam, eps * sigma, eps * lam * sigma], strict=True):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+    # inactive contacts have no floor
     inactive = C.ContactProblem(p.delassus, p.free_velocity, p.friction,
-                                active=jnp.zeros(8, bool))
-    assert [float(x) for x in C.problem.round_off_floors(inactive, force, sums)] == [0.0, 0.0, 0.0]
+                                active=jnp.arange(8) < 3)
+    assert all(np.all(np.asarray(x)[3:] == 0.0) for x in C.problem.round_off_floors(inactive, force, products))
 
 
 def test_admm_stops_at_the_float32_round_off_floor():
