@@ -72,3 +72,26 @@ def test_report_lists_what_was_not_measured():
     assert "budget: 3 s left before group 4" in text.split("## Not measured")[1]
     error = gpu._describe(RuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 9 GiB"))
     assert error.startswith(gpu.OOM_HINT) and "jc.chunked_vmap" in error
+
+
+def test_shape_report_census_and_lane_spread():
+    """``benchmarks/gpu/shape_report.py``'s two measures on known inputs: the StableHLO census
+    counts what is there (host callbacks among custom calls), the lane spread is the mean over
+    steps of the batch's largest count."""
+    import numpy as np
+
+    spec = importlib.util.spec_from_file_location("shape_report", REPO / "benchmarks" / "gpu" / "shape_report.py")
+    report = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = report
+    spec.loader.exec_module(report)
+    text = ("%0 = stablehlo.while(%a) ... %1 = stablehlo.scatter ... %2 = stablehlo.scatter ... "
+            "stablehlo.custom_call @lapack_spotrf_ffi(...) stablehlo.custom_call @xla_python_cpu_callback(...) "
+            "%3 = stablehlo.gather ... stablehlo.dynamic_update_slice ... stablehlo.while_loop_like")
+    counts = report.census(text)
+    assert counts["while"] == 1 and counts["scatter"] == 2 and counts["gather"] == 1
+    assert counts["dynamic_update_slice"] == 1 and counts["dynamic_slice"] == 0
+    assert counts["custom_call_targets"] == {"lapack_spotrf_ffi": 1, "xla_python_cpu_callback": 1}
+    assert counts["host_callbacks"] == 1
+    spread = report.lane_spread(np.array([[1, 10], [3, 2], [2, 6]]))  # (batch 3, steps 2)
+    assert spread["mean"] == 4.0 and spread["lane_max"] == 6.5 and spread["max"] == 10
+    assert spread["ratio"] == 6.5 / 4.0
