@@ -213,7 +213,6 @@ def child(args) -> int:
                 compile_workers=args.compile_workers, steps_per_call=sizes["steps"],
                 repeats=sizes["repeats"], deadline_in_s=round(args.deadline - time.time(), 1))
     out_path = Path(args.out) / f"child_{dtype}.json"
-    STEPS[0] = sizes["steps"]
     jobs = plan(sizes, dtype)
     meta["groups"] = sorted({j.group for j in jobs})
 
@@ -349,33 +348,33 @@ def plan(sizes: dict, dtype: str) -> list[Job]:
     short budget drops). float32: the humanoid (the issue's target), the gradient and GJK; the
     other scenes; the soft setting; the other batch sizes. float64: batch 4096 only."""
     jobs: list[Job] = []
-    scenes = sizes["scenes"]
+    scenes, steps = sizes["scenes"], sizes["steps"]
     lead, others = scenes[0], scenes[1:]
     if dtype == "float32":
         batch = sizes["headline_batch"]
-        jobs += step_jobs(lead, batch, group=1)
+        jobs += step_jobs(lead, batch, group=1, steps=steps)
         if sizes["target"]:
-            jobs += step_jobs(*sizes["target"], group=1)
+            jobs += step_jobs(*sizes["target"], group=1, steps=steps)
         jobs += [gradient_job(sizes, "forward", group=1), gradient_job(sizes, "grad", group=1)]
         jobs += gjk_jobs(sizes, group=1)
         for scene in others:
-            jobs += step_jobs(scene, batch, group=2)
+            jobs += step_jobs(scene, batch, group=2, steps=steps)
         for scene in scenes:
-            jobs += step_jobs(scene, batch, group=3, settings=(SOFT,), engines=("ours",))
+            jobs += step_jobs(scene, batch, group=3, steps=steps, settings=(SOFT,), engines=("ours",))
         others_batches = sorted((b for b in sizes["batches_f32"] if b != batch), reverse=True)
         for index, other in enumerate(others_batches):  # the largest batch first
             for scene in scenes:
-                jobs += step_jobs(scene, other, group=4 + index)
+                jobs += step_jobs(scene, other, group=4 + index, steps=steps)
                 jobs += step_jobs(scene, other, group=4 + len(others_batches) + index,
-                                  settings=(SOFT,), engines=("ours",))
+                                  steps=steps, settings=(SOFT,), engines=("ours",))
         return jobs
     batch = sizes["batch_f64"]
     for scene in scenes:
-        jobs += step_jobs(scene, batch, group=1)
+        jobs += step_jobs(scene, batch, group=1, steps=steps)
     if sizes["float64_extras"]:
         jobs += gjk_jobs(sizes, group=2)
         for scene in scenes:
-            jobs += step_jobs(scene, batch, group=3, settings=(SOFT,), engines=("ours",))
+            jobs += step_jobs(scene, batch, group=3, steps=steps, settings=(SOFT,), engines=("ours",))
     return jobs
 
 
@@ -414,32 +413,23 @@ def _ours_model(mj, setting: str):
     return model
 
 
-def step_jobs(scene: str, batch: int, group: int, settings=(DEFAULT,), engines=("ours", "mjx")):
+def step_jobs(scene: str, batch: int, group: int, steps: int, settings=(DEFAULT,),
+              engines=("ours", "mjx")):
+    """Jobs timing ``steps`` steps per call of ``scene`` at ``batch`` per engine and setting."""
     jobs = []
     for engine in engines:
         for setting in settings:
             key = dict(scene=scene, engine=engine, setting=setting if engine == "ours" else "MJX",
                        batch=batch)
             prepare = (_prepare_ours if engine == "ours" else _prepare_mjx)
-            jobs.append(Job("step", group, key, _bind(prepare, scene, batch, setting),
+            jobs.append(Job("step", group, key,
+                            functools.partial(prepare, scene, batch, setting, steps),
                             _summarize_ours if engine == "ours" else _summarize_mjx,
-                            work=batch * _steps(), advance=lambda out: (out[0],)))
+                            work=batch * steps, advance=lambda out: (out[0],)))
     return jobs
 
 
-def _bind(fn, *args):
-    return lambda: fn(*args)
-
-
-def _steps() -> int:
-    return STEPS[0]
-
-
-#: steps per timed call, set by the child from its sizes (one value per process)
-STEPS = [FULL["steps"]]
-
-
-def _prepare_ours(scene: str, batch: int, setting: str):
+def _prepare_ours(scene: str, batch: int, setting: str, steps: int):
     import jax
     import jax.numpy as jnp
 
@@ -450,9 +440,8 @@ def _prepare_ours(scene: str, batch: int, setting: str):
     state = jc.init(model, q=jnp.asarray(q0))
     states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), state)
     states = jax.vmap(lambda s, v: jc.init(model, q=s.q, v=v))(
-        states, jnp.asarray(_lane_velocities(batch, mj.nv)))
+        states, jnp.asarray(lane_velocities(batch, mj.nv)))
     ctrl = jnp.zeros((model.nu,))
-    steps = _steps()
 
     def run(s):
         def body(s, _):
@@ -462,7 +451,7 @@ def _prepare_ours(scene: str, batch: int, setting: str):
         s, (iterations, residual) = jax.lax.scan(body, s, None, length=steps)
         return s, iterations, residual
 
-    return jax.vmap(_per_env(("ours", scene, setting), run)), (states,)
+    return jax.vmap(_per_env(("ours", scene, setting, steps), run)), (states,)
 
 
 #: initial velocity of each lane, m/s or rad/s per dof: lanes that start apart diverge as a real
@@ -470,7 +459,7 @@ def _prepare_ours(scene: str, batch: int, setting: str):
 LANE_VELOCITY_SCALE = 1e-2
 
 
-def _lane_velocities(batch: int, nv: int):
+def lane_velocities(batch: int, nv: int):
     """``(batch, nv)`` initial velocities, the same for every engine (seeded)."""
     import numpy as np
 
@@ -481,15 +470,26 @@ def _summarize_ours(out) -> dict:
     import numpy as np
 
     final, iterations, residual = out
-    q, iterations, residual = np.asarray(final.q), np.asarray(iterations), np.asarray(residual)
-    iterations = iterations.reshape(iterations.shape[0], -1)  # (batch, steps)
+    q, residual = np.asarray(final.q), np.asarray(residual)
+    spread = lane_spread(iterations)
     return dict(finite_fraction=float(np.mean(np.all(np.isfinite(q.reshape(q.shape[0], -1)), axis=1))),
-                mean_iterations=float(iterations.mean()),
-                lane_max_iterations=float(iterations.max(axis=0).mean()),
-                max_iterations=int(iterations.max()), max_residual=float(np.nanmax(residual)))
+                mean_iterations=spread["mean"], lane_max_iterations=spread["lane_max"],
+                max_iterations=spread["max"], max_residual=float(np.nanmax(residual)))
 
 
-def _prepare_mjx(scene: str, batch: int, setting: str):
+def lane_spread(iterations) -> dict:
+    """``iterations`` ``(batch, steps)`` → mean, lane max (mean over steps of the max over
+    lanes: what a vmapped loop pays), their ratio, and the largest count."""
+    import numpy as np
+
+    iterations = np.asarray(iterations, dtype=float).reshape(np.shape(iterations)[0], -1)
+    mean = float(iterations.mean())
+    lane_max = float(iterations.max(axis=0).mean())
+    return dict(mean=mean, lane_max=lane_max, ratio=lane_max / mean if mean > 0 else None,
+                max=int(iterations.max()))
+
+
+def _prepare_mjx(scene: str, batch: int, setting: str, steps: int):
     import jax
     import jax.numpy as jnp
     from mujoco import mjx
@@ -501,14 +501,13 @@ def _prepare_mjx(scene: str, batch: int, setting: str):
     data = mjx.make_data(mx)
     data = data.replace(qpos=jnp.asarray(q0, dtype=data.qpos.dtype))
     datas = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), data)
-    datas = datas.replace(qvel=jnp.asarray(_lane_velocities(batch, mj.nv), dtype=data.qvel.dtype))
-    steps = _steps()
+    datas = datas.replace(qvel=jnp.asarray(lane_velocities(batch, mj.nv), dtype=data.qvel.dtype))
 
     def run(d):
         d, _ = jax.lax.scan(lambda d, _: (mjx.step(mx, d), None), d, None, length=steps)
         return (d,)
 
-    return jax.vmap(_per_env(("mjx", scene), run)), (datas,)
+    return jax.vmap(_per_env(("mjx", scene, steps), run)), (datas,)
 
 
 def _summarize_mjx(out) -> dict:
@@ -557,7 +556,8 @@ def gjk_jobs(sizes: dict, group: int) -> list[Job]:
         for shape, placement in sizes["gjk_cases"]:
             key = dict(scene=shape, engine="ours", setting=placement, batch=pairs)
             jobs.append(Job("gjk", group, key,
-                            _bind(_prepare_gjk, shape, placement, pairs, sizes["gjk_distinct"]),
+                            functools.partial(prepare_gjk, shape, placement, pairs,
+                                              sizes["gjk_distinct"]),
                             _summarize_gjk, work=pairs))
     return jobs
 
@@ -594,7 +594,7 @@ def _random_pairs(shape: str, distinct: int, seed: int = 0):
     return sides, outer, inner
 
 
-def _prepare_gjk(shape: str, placement: str, pairs: int, distinct: int):
+def prepare_gjk(shape: str, placement: str, pairs: int, distinct: int):
     import jax
     import jax.numpy as jnp
     import numpy as np

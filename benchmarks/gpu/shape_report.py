@@ -30,6 +30,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+# the lanes, the spread and the GJK placements of the GPU command itself
+from run import prepare_gjk, lane_spread, lane_velocities  # noqa: E402
 
 #: StableHLO operations the census counts (``stablehlo.<name>``)
 CENSUS = ("while", "case", "if", "scatter", "gather", "dynamic_slice", "dynamic_update_slice",
@@ -46,18 +50,6 @@ def census(text: str) -> dict:
     return counts
 
 
-def lane_spread(iterations) -> dict:
-    """``iterations`` ``(batch, steps)`` → mean, lane max (mean over steps of the max over
-    lanes), their ratio, and the largest count."""
-    import numpy as np
-
-    iterations = np.asarray(iterations, dtype=float).reshape(iterations.shape[0], -1)
-    mean = float(iterations.mean())
-    lane_max = float(iterations.max(axis=0).mean())
-    return dict(mean=mean, lane_max=lane_max, ratio=lane_max / mean if mean > 0 else None,
-                max=int(iterations.max()))
-
-
 def scene_report(name: str, batch: int, settle: int, steps: int) -> dict:
     import jax
     import jax.numpy as jnp
@@ -69,8 +61,7 @@ def scene_report(name: str, batch: int, settle: int, steps: int) -> dict:
     mj, q0 = _scenes.load(name)
     model = jc.io.from_mjmodel(mj)
     state = jc.init(model, q=jnp.asarray(q0))
-    rng = np.random.default_rng(2)
-    velocity = jnp.asarray(1e-2 * rng.standard_normal((batch, mj.nv)), state.v.dtype)
+    velocity = jnp.asarray(lane_velocities(batch, mj.nv), state.v.dtype)
     states = jax.vmap(lambda v: jc.init(model, q=state.q, v=v))(velocity)
     ctrl = jnp.zeros((model.nu,))
     step = jax.vmap(lambda s: jc.step(model, s, ctrl))
@@ -90,33 +81,19 @@ def scene_report(name: str, batch: int, settle: int, steps: int) -> dict:
                 census=census(text))
 
 
-def gjk_report(batch: int) -> list[dict]:
+def gjk_report(batch: int) -> tuple[list[dict], dict]:
+    """GJK and EPA iteration spread of ``batch`` random ellipsoid pairs per placement (the GPU
+    command's ``prepare_gjk``, every pair distinct), and the census of the query."""
     import jax
-    import jax.numpy as jnp
     import numpy as np
 
-    import jaxsim_contact as jc
-    from jaxsim_contact.collision import distance
-
-    rng = np.random.default_rng(0)
-    radii = rng.uniform(0.05, 1.0, size=(2, batch, 3))
-    shape_a, shape_b = jc.Ellipsoid(jnp.asarray(radii[0])), jc.Ellipsoid(jnp.asarray(radii[1]))
-    direction = rng.normal(size=(batch, 3))
-    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
-    quats = rng.normal(size=(2, batch, 4))
-    quats /= np.linalg.norm(quats, axis=-1, keepdims=True)
-    dtype = jnp.zeros(()).dtype
-    query = jax.jit(jax.vmap(lambda a, pa, b, pb: distance(a, pa, b, pb)))
     rows = []
-    for placement, centre in (("separated", radii[0].max(1) + radii[1].max(1) + 0.1),
-                              ("overlapping", 0.5 * np.minimum(radii[0].min(1), radii[1].min(1)))):
-        pose_a = jc.Transform(jnp.zeros((batch, 3), dtype), jnp.asarray(quats[0], dtype))
-        pose_b = jc.Transform(jnp.asarray(direction * centre[:, None], dtype), jnp.asarray(quats[1], dtype))
-        result = query(shape_a, pose_a, shape_b, pose_b)
-        rows.append(dict(placement=placement, gjk=lane_spread(np.asarray(result.iterations)[:, None]),
-                         epa=lane_spread(np.asarray(result.epa_iterations)[:, None])))
-    census_text = query.lower(shape_a, pose_a, shape_b, pose_b).as_text()
-    return rows, census(census_text)
+    for placement in ("separated", "overlapping"):
+        fn, args = prepare_gjk("ellipsoid", placement, batch, batch)
+        _, iterations, epa_iterations, _ = jax.jit(fn)(*args)
+        rows.append(dict(placement=placement, gjk=lane_spread(np.asarray(iterations)[:, None]),
+                         epa=lane_spread(np.asarray(epa_iterations)[:, None])))
+    return rows, census(jax.jit(fn).lower(*args).as_text())
 
 
 def markdown(meta: dict, scenes: list[dict], gjk: list[dict], gjk_census: dict) -> str:

@@ -421,8 +421,9 @@ class ADMM(ContactSolver):
         r = self._residuals(problem, state)
         floors = round_off_floors(problem, state.force, self._abs_products(problem, state.force))
         tol = jnp.asarray(self.tolerance, r.primal.dtype)
-        within = [term <= jnp.maximum(floor, tol) for term, floor in zip(r, floors)]
-        return jnp.all(within[0] & within[1] & within[2])
+        return jnp.all((r.primal <= jnp.maximum(floors.primal, tol))
+                       & (r.dual <= jnp.maximum(floors.dual, tol))
+                       & (r.complementarity <= jnp.maximum(floors.complementarity, tol)))
 
     def rho(self, state):
         return state.rho
