@@ -21,6 +21,7 @@ import jax.numpy as jnp
 
 from ..geometry.shapes import Ellipsoid, Plane, Shape, Sphere
 from ..math import Transform, matrix_inverse_rotate, matrix_rotate, safe_norm, safe_normalize
+from .._precision import full_precision_matmuls
 from .epa import FIRST_TIER_VERTICES, run_epa
 from .gjk import GJK_METHODS, run_gjk
 from .smoothing import (
@@ -153,6 +154,7 @@ def _plane_distance(plane_pose: Transform, shape: Shape, pose: Transform, dtype,
     return signed, on_plane, deepest, normal
 
 
+@full_precision_matmuls
 def distance(
     shape_a: Shape,
     pose_a: Transform,
@@ -470,6 +472,7 @@ def _polish_smooth(shape_a, pose_a, shape_b, pose_b, signed, point_a, point_b, n
     )
 
 
+@full_precision_matmuls
 def intersects(
     shape_a: Shape,
     pose_a: Transform,
@@ -492,6 +495,7 @@ def intersects(
     )[0]
 
 
+@full_precision_matmuls
 def intersection_query(
     shape_a, pose_a, shape_b, pose_b, method="nesterov", max_iterations=128, tolerance=None,
     warm_start=None,

@@ -21,10 +21,12 @@ from .gradients import checked_solver, solution
 from .loop import initial_state, iterate
 from .problem import ContactProblem, sanitize_problem
 from .solver import ContactSolution, ContactSolver
+from .._precision import full_precision_matmuls
 
 __all__ = ["solve"]
 
 
+@full_precision_matmuls
 def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_start=None,
           gradient="implicit", warm_primal=None) -> ContactSolution:
     """Solve a frictional contact problem (seed 001 §III); differentiable (seed 004 §III-B).

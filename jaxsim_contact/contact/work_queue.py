@@ -23,6 +23,7 @@ from .gradients import checked_solver, solution
 from .loop import Loop, freeze, initial_state
 from .problem import ContactProblem, sanitize_problem
 from .solver import ContactSolution, ContactSolver
+from .._precision import full_precision_matmuls
 
 __all__ = ["solve_batch", "default_lanes"]
 
@@ -44,6 +45,7 @@ def default_lanes(num_contacts: int, dtype) -> int:
     return int(min(MAX_LANES, max(MIN_LANES, LANE_BUDGET_BYTES // per_lane)))
 
 
+@full_precision_matmuls
 def solve_batch(problems: ContactProblem, solver: ContactSolver | None = None, warm_start=None,
                 gradient="implicit", lanes: int | None = None, refill_every: int = 10) -> ContactSolution:
     """Solve ``B`` independent contact problems on ``lanes`` lanes fed from a queue (see module;

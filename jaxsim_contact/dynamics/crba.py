@@ -20,6 +20,7 @@ import numpy as np
 from ..model import Model
 from .kinematics import Kinematics, forward_kinematics, motion_axes
 from .spatial import spatial_inertia
+from .._precision import full_precision_matmuls
 
 __all__ = ["body_spatial_inertias", "composite_inertias", "mass_matrix", "mass_matrix_from_kinematics"]
 
@@ -54,6 +55,7 @@ def mass_matrix_from_kinematics(model: Model, kin: Kinematics, axes: jax.Array) 
     return full + jnp.diag(model.dof_armature.astype(dtype))
 
 
+@full_precision_matmuls
 def mass_matrix(model: Model, q: jax.Array) -> jax.Array:
     """Joint-space mass matrix ``M(q)`` ``(nv, nv)`` (kg, kg·m, kg·m²), armature included.
 

@@ -25,6 +25,7 @@ from ..math import Transform, quat_from_axis_angle, quat_normalize, quat_rotate,
 from ..model import Model
 from ..types import JointType
 from .spatial import rotational_motion
+from .._precision import full_precision_matmuls
 
 __all__ = ["Kinematics", "forward_kinematics", "body_poses", "motion_axes", "body_velocities"]
 
@@ -168,6 +169,7 @@ def _compose_along_paths(parent: np.ndarray, levels, local_pos: jax.Array, local
     return pos[rank], quat[rank]
 
 
+@full_precision_matmuls
 def forward_kinematics(model: Model, q: jax.Array) -> Kinematics:
     """Body poses, inertias and joint anchors/axes in the world frame at configuration ``q`` (nq,).
 
@@ -176,7 +178,6 @@ def forward_kinematics(model: Model, q: jax.Array) -> Kinematics:
     """
     tree = model.tree
     dtype = q.dtype
-    nbody = tree.nbody
     local, before_joint = _local_frames(model, q)
 
     world_pos, world_quat = _compose_along_paths(np.asarray(tree.body_parent, dtype=np.int64),
@@ -208,6 +209,7 @@ def forward_kinematics(model: Model, q: jax.Array) -> Kinematics:
     )
 
 
+@full_precision_matmuls
 def body_poses(model: Model, q: jax.Array) -> Transform:
     """World pose of every body (``Transform`` with ``pos (nbody, 3)``, ``quat (nbody, 4)``);
     body 0 is the world (identity). Equals MuJoCo's ``xpos`` / ``xquat``."""
@@ -255,6 +257,7 @@ def motion_axes(model: Model, kin: Kinematics) -> jax.Array:
     )
 
 
+@full_precision_matmuls
 def body_velocities(model: Model, axes: jax.Array, v: jax.Array) -> jax.Array:
     """``(nbody, 6)`` spatial velocity ``[ω; v_O]`` of every body (world frame, about the origin):
     the sum of ``axes[d] · v[d]`` over the dofs of the body and its ancestors."""

@@ -25,6 +25,7 @@ from ..types import JointType
 from .crba import body_spatial_inertias
 from .kinematics import Kinematics, forward_kinematics, motion_axes
 from .spatial import cross_force, cross_motion
+from .._precision import full_precision_matmuls
 
 __all__ = ["bias_forces", "bias_forces_from_kinematics", "passive_forces", "actuator_forces"]
 
@@ -58,6 +59,7 @@ def bias_forces_from_kinematics(
     return jnp.sum(axes * subtree_force[dof_body], axis=-1)
 
 
+@full_precision_matmuls
 def bias_forces(model: Model, q: jax.Array, v: jax.Array) -> jax.Array:
     """Bias forces ``C(q, v) v + g(q)`` ``(nv,)``: Coriolis, centrifugal and gravity.
 

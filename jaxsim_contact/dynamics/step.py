@@ -32,6 +32,7 @@ from .crba import mass_matrix_from_kinematics
 from .integration import integrate_positions
 from .kinematics import Kinematics, forward_kinematics, motion_axes
 from .rnea import actuator_forces, bias_forces_from_kinematics, passive_forces
+from .._precision import full_precision_matmuls
 
 __all__ = ["init", "step", "rollout", "smooth_dynamics", "SmoothDynamics"]
 
@@ -63,6 +64,7 @@ class SmoothDynamics(eqx.Module):
     motion_axes: jax.Array
 
 
+@full_precision_matmuls
 def init(model: Model, q: jax.Array | None = None, v: jax.Array | None = None) -> State:
     """Initial state: ``q = qpos0`` (MuJoCo's reference configuration), ``v = 0``, ``time = 0``,
     no contact forces (the solver starts cold)."""
@@ -73,6 +75,7 @@ def init(model: Model, q: jax.Array | None = None, v: jax.Array | None = None) -
                  contact=initial_contact_data(model, dtype))
 
 
+@full_precision_matmuls
 def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> SmoothDynamics:
     """Contact-free quantities of one step (DESIGN §2 stage 5)."""
     q, v = state.q, state.v
@@ -119,6 +122,7 @@ def _check_contact_cache(contact, empty_contact) -> None:
         )
 
 
+@full_precision_matmuls
 def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
     """Advance one time step ``model.options.dt`` (semi-implicit Euler with hard contact).
 
@@ -210,6 +214,7 @@ def _advance_or_hold(model: Model, state: State, guard: _Guard, q_next, v_next, 
                  contact=_tree_where(advances, contact, initial_contact_data(model, dtype)))
 
 
+@full_precision_matmuls
 def rollout(model: Model, state: State, ctrls: jax.Array,
             checkpoint_every: int | None = None) -> tuple[State, State]:
     """``lax.scan`` of :func:`step` over the leading axis of ``ctrls`` ``(T, nu)`` (``nu`` may be 0).
