@@ -110,9 +110,11 @@ def _stage(model: Model, state: State, smooth, dt: jax.Array, all_far: bool):
     v_next, active, force, generalized_force, iterations, criterion, converged = solved
     any_active = jnp.any(active)
     converged = converged | ~any_active
-    # penetration is a contact quantity: the cone slots' (a limit's violation is an angle)
+    # penetration is a contact quantity: the cone slots' (a limit's violation is an angle), of
+    # the slots the solve saw — not of masked ones no force can move (a link overlapping the
+    # world around its own hinge reported 13 mm with no active slot: issue 43)
     is_contact = np.concatenate([np.full(b.num_slots, b.kind is RowKind.CONE) for b in blocks])
-    penetration = jnp.max(jnp.where(rows.active & is_contact, -rows.distance, 0.0), initial=0.0)
+    penetration = jnp.max(jnp.where(active & is_contact, -rows.distance, 0.0), initial=0.0)
     data = ContactData(
         key=rows.key, active=active, distance=rows.distance, point=rows.point, frame=rows.frame,
         friction=rows.friction, force=force, generalized_force=generalized_force,
