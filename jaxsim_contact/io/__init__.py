@@ -20,9 +20,11 @@ from .errors import (
     MissingAssetError,
     ModelError,
     ModelParseError,
+    SelfOverlapWarning,
     UnsupportedFeatureError,
 )
 from .loader import compile_mjmodel, compile_spec, from_mjmodel, load, prepare_spec
+from .overlaps import self_overlaps
 from .scene import add_floor, set_collision
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "from_mjmodel",
     "add_floor",
     "set_collision",
+    "self_overlaps",
     "ModelError",
     "ModelParseError",
     "MissingAssetError",
@@ -49,4 +52,5 @@ __all__ = [
     "InvalidGeometryError",
     "DegenerateMeshError",
     "UnsupportedFeatureError",
+    "SelfOverlapWarning",
 ]

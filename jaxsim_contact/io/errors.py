@@ -16,6 +16,7 @@ __all__ = [
     "InvalidGeometryError",
     "DegenerateMeshError",
     "UnsupportedFeatureError",
+    "SelfOverlapWarning",
 ]
 
 
@@ -61,3 +62,8 @@ class UnsupportedFeatureError(NotImplementedError):
 def describe(kind: str, name: str, index: int) -> str:
     """``"body 'torso'"`` or ``"body #3"`` when the element is unnamed."""
     return f"{kind} '{name}'" if name else f"{kind} #{index}"
+
+
+class SelfOverlapWarning(UserWarning):
+    """Two bodies of one kinematic tree overlap at the model's reference pose ``qpos0`` (see
+    :func:`jaxsim_contact.io.overlaps.exclude_self_overlaps`)."""

@@ -29,6 +29,7 @@ from .errors import (
     UnsupportedFeatureError,
 )
 from .meshes import check_meshes
+from .overlaps import exclude_self_overlaps as handle_self_overlaps
 from .urdf import add_floating_base, inline_unreadable_meshes, resolve_mesh_files
 from .validation import check_compiled, check_spec, check_xml, parse_xml
 
@@ -53,6 +54,7 @@ def load(
     floating_base: bool = False,
     balance_inertia: bool = False,
     ignore_equality: bool = False,
+    exclude_self_overlaps: bool = True,
     dtype=None,
 ) -> Model:
     """Load an MJCF (``<mujoco>``) or URDF (``<robot>``) file into a :class:`Model`.
@@ -72,6 +74,12 @@ def load(
         such an inertia raises ``InvalidInertiaError``.
       ignore_equality: drop equality constraints (e.g. those MuJoCo creates for URDF ``mimic``
         joints) with a warning instead of raising ``UnsupportedFeatureError``.
+      exclude_self_overlaps: exclude from collision the pairs of bodies of one kinematic tree
+        whose geoms overlap by more than 1 mm at the reference pose ``qpos0`` (MuJoCo C's
+        collision detection; :func:`jaxsim_contact.io.overlaps.self_overlaps`), with a
+        ``SelfOverlapWarning`` naming each pair and its depth. MuJoCo keeps such pairs as a permanent soft contact; a hard
+        contact between links that start inside each other cannot be resolved and keeps the
+        solver at its cap (issue 43). ``False`` keeps them (and still warns).
       dtype: floating dtype of the model's arrays; default ``float64`` when JAX x64 is enabled,
         else ``float32``.
 
@@ -90,6 +98,7 @@ def load(
         floating_base=floating_base,
         balance_inertia=balance_inertia,
         ignore_equality=ignore_equality,
+        exclude_self_overlaps=exclude_self_overlaps,
     )
     return from_mjmodel(mj, source=str(path), dtype=dtype)
 
@@ -101,12 +110,13 @@ def compile_mjmodel(
     floating_base: bool = False,
     balance_inertia: bool = False,
     ignore_equality: bool = False,
+    exclude_self_overlaps: bool = True,
 ):
     """Validate and compile ``path`` with MuJoCo into a ``mujoco.MjModel`` (arguments and
     exceptions as :func:`load`)."""
     spec = prepare_spec(path, package_dirs=package_dirs, floating_base=floating_base,
                         balance_inertia=balance_inertia, ignore_equality=ignore_equality)
-    return compile_spec(spec, path)
+    return compile_spec(spec, path, exclude_self_overlaps=exclude_self_overlaps)
 
 
 def prepare_spec(
@@ -147,16 +157,17 @@ def prepare_spec(
     return spec
 
 
-def compile_spec(spec, path: str | Path = "<spec>"):
+def compile_spec(spec, path: str | Path = "<spec>", exclude_self_overlaps: bool = True):
     """Compile a spec from :func:`prepare_spec` and validate the result (``path`` names the source
-    in error messages)."""
+    in error messages; ``exclude_self_overlaps`` as in :func:`load`: it may add ``<exclude>``
+    pairs to ``spec``)."""
     path = Path(path)
     try:
         mj = spec.compile()
     except ValueError as err:
         raise _translate_compiler_error(err, path) from None
     check_compiled(mj, path)
-    return mj
+    return handle_self_overlaps(spec, mj, path, exclude=exclude_self_overlaps)
 
 
 def _drop_equalities(spec, path: Path) -> None:
