@@ -12,7 +12,8 @@ Delassus matrix ``G = J M̃⁻¹ Jᵀ = B Bᵀ``, ``B = J L⁻ᵀ`` (seed 004 §
 velocity (seed 001 §II, after eq. 9)
 ``c*_N = −max(φ, 0)/Δt + min(β max(−φ, 0)/Δt, v_max)``: a separated slot may close exactly its
 gap during the step (the "completed Taylor expansion" ``Φ/Δt``), a violated one is pushed out by
-the Baumgarte term ``k_B = β/Δt`` at most at ``v_max = max_correction_speed``; where the block
+the Baumgarte term ``k_B = β/Δt`` at most at the block's ``v_max`` (``max_correction_speed`` for
+contacts, ``limit_correction_speed`` for joint limits: ``RowBlock.correction_speed``); where the block
 allows restitution and the slot closes during the step at an approach speed above
 ``restitution_threshold``, ``c*_N = max(c*_N, −e c^t_N)`` (Newton restitution).
 """
@@ -103,9 +104,11 @@ def _reference_velocity(blocks, options: Options, distance, c_now, dt):
     """``(n,)`` reference normal velocity ``c*_N`` (module docstring)."""
     dtype = distance.dtype
     gap = jnp.maximum(distance, 0.0)
-    # Baumgarte push-out, capped so that a deep overlap separates at a bounded speed
-    push_out = jnp.minimum(options.baumgarte.astype(dtype) * jnp.maximum(-distance, 0.0) / dt,
-                           options.max_correction_speed.astype(dtype))
+    # Baumgarte push-out, capped so that a deep overlap separates at a bounded speed; each kind
+    # has its own cap (a contact's in m/s, a hinge limit's in rad/s: issue 43's ant)
+    cap = jnp.concatenate([jnp.broadcast_to(b.correction_speed(options, dtype), (b.num_slots,))
+                           for b in blocks])
+    push_out = jnp.minimum(options.baumgarte.astype(dtype) * jnp.maximum(-distance, 0.0) / dt, cap)
     reference = -gap / dt + push_out
     approach = -c_now[:, 2]
     closes = approach * dt > gap

@@ -55,6 +55,9 @@ class ContactRows(RowBlock):
     def normal_compliance(self, options: Options, dtype) -> jax.Array:
         return options.compliance.astype(dtype)
 
+    def correction_speed(self, options: Options, dtype) -> jax.Array:
+        return options.max_correction_speed.astype(dtype)
+
     def tangent_compliance(self, options: Options, normal_diag: jax.Array) -> jax.Array:
         """``(m,)`` compliance ``R_T`` of the two friction rows."""
         return jnp.broadcast_to(options.tangential_compliance.astype(normal_diag.dtype),

@@ -72,6 +72,9 @@ class LimitRows(RowBlock):
     def normal_compliance(self, options: Options, dtype) -> jax.Array:
         return options.limit_compliance.astype(dtype)
 
+    def correction_speed(self, options: Options, dtype) -> jax.Array:
+        return options.limit_correction_speed.astype(dtype)
+
     def tangent_compliance(self, options: Options, normal_diag: jax.Array) -> jax.Array:
         """``(m,)``: the normal row's own Delassus entry on the empty tangent rows — μ = 0 pins
         their force to 0 anyway, and a unit-scale diagonal keeps ``G + R`` non-singular (ADMM's

@@ -73,6 +73,11 @@ class RowBlock(SlotGeometry):
         """Scalar compliance ``R`` of the normal rows, in (units of the row's acceleration) / force."""
 
     @abc.abstractmethod
+    def correction_speed(self, options: Options, dtype) -> jax.Array:
+        """Scalar cap on the Baumgarte push-out speed ``β δ / Δt`` of a violated slot, in the
+        units of the row's velocity."""
+
+    @abc.abstractmethod
     def factor_and_velocity_rows(self, model, smooth, velocity: jax.Array):
         """``(B rows (3m, nv), velocity rows (3m, 2))``: the block's rows of ``B = J L⁻ᵀ`` and of
         ``J [v_f, v]``, with rows of inactive slots zero. ``smooth`` is the step's
