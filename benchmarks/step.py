@@ -130,20 +130,21 @@ def bench_ours(mj, q0, batch: int, steps: int, repeats: int, chunk: int = 0, opt
 
     def run(s):
         def body(carry, _):
-            s, iters, worst = carry
+            s, iters, most, worst = carry
             s = jc.step(model, s, ctrl)
-            return (s, iters + s.contact.iterations, jnp.maximum(worst, s.contact.residual)), None
+            return (s, iters + s.contact.iterations, jnp.maximum(most, s.contact.iterations),
+                    jnp.maximum(worst, s.contact.residual)), None
 
-        zero = jnp.zeros((), jnp.int32), jnp.zeros((), s.q.dtype)
-        (s, iters, worst), _ = jax.lax.scan(body, (s, *zero), None, length=steps)
-        return s.q, iters, worst
+        zero = jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), jnp.zeros((), s.q.dtype)
+        (s, iters, most, worst), _ = jax.lax.scan(body, (s, *zero), None, length=steps)
+        return s.q, iters, most, worst
 
     fn = jax.jit(_batched(run, batch, chunk))
-    steady, compile_s, (q, iters, worst) = _median_time(lambda: fn(states), repeats)
+    steady, compile_s, (q, iters, most, worst) = _median_time(lambda: fn(states), repeats)
     finite = bool(np.all(np.isfinite(np.asarray(q))))
     return dict(seconds=steady, compile_s=compile_s, env_steps_per_s=batch * steps / steady,
-                mean_iterations=float(np.mean(iters)) / steps, max_residual=float(np.max(worst)),
-                finite=finite)
+                mean_iterations=float(np.mean(iters)) / steps, max_iterations=int(np.max(most)),
+                max_residual=float(np.max(worst)), finite=finite, dtype=str(q.dtype))
 
 
 def bench_mjx(mj, q0, batch: int, steps: int, repeats: int, chunk: int = 0):
@@ -214,10 +215,14 @@ def main(argv=None):
                         choices=["ours", "mujoco_c", "mjx"], help="engines to run (default: all three)")
     parser.add_argument("--out-dir", default=None,
                         help="folder of the result files (default: benchmarks/results)")
+    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                        help="ours and MJX in this dtype (x64 on or off for the process; MuJoCo C "
+                             "is float64 always); float32 writes step_float32.* by default")
     parser.add_argument("--max-seconds", type=float, default=60.0,
                         help="skip an engine's larger batches once one call would exceed this (MJX on "
                              "meshes: 16 s per 20-step call at batch 1 for the Panda)")
     args = parser.parse_args(argv)
+    enable_float64(args.dtype == "float64")  # before any array: models and states follow it
     if args.solver == "newton" and args.compliance <= 0:
         parser.error("--solver newton needs --compliance > 0 (the primal is only viable with compliance)")
     argv = sys.argv[1:] if argv is None else argv  # for the command line in the report
@@ -234,12 +239,14 @@ def main(argv=None):
                 jax=jax.__version__, mujoco=mujoco.__version__, steps=args.steps, repeats=args.repeats,
                 cores_used=len(os.sched_getaffinity(0)), solver=args.solver, compliance=args.compliance,
                 tangential_compliance=args.tangential_compliance,
-                limit_compliance=args.limit_compliance, ours=ours_label,
+                limit_compliance=args.limit_compliance, ours=ours_label, dtype=args.dtype,
                 loadavg_start=loadavg())
     rows = []
     if args.chunk < 0:
         parser.error(f"--chunk must be >= 0, got {args.chunk}")
     stem = "step_quick" if args.quick else "step"
+    if args.dtype == "float32":
+        stem = f"{stem}_float32"
     if args.chunk:
         stem = f"{stem}_chunk{args.chunk}"
     stem = args.out or stem
@@ -291,12 +298,12 @@ def markdown(meta, rows, argv) -> str:
         f"`python benchmarks/step.py {' '.join(argv or [])}` — {meta['date']}, {meta['cpus']} CPUs "
         f"({meta['machine']}; process pinned to {meta['cores_used']}), jax {meta['jax']}, mujoco {meta['mujoco']}, {meta['steps']} steps per "
         f"call, median of {meta['repeats']} (CPU time); load average {meta['loadavg_start']} → {meta['loadavg_end']}.",
-        f"Float64. Ours: {meta.get('ours', 'hard NCP contact, ADMM (default options)')}. MJX / MuJoCo C: their soft "
+        f"{meta.get('dtype', 'float64').capitalize()} (ours and MJX; MuJoCo C float64). Ours: {meta.get('ours', 'hard NCP contact, ADMM (default options)')}. MJX / MuJoCo C: their soft "
         "contact and solver options from the same model. MuJoCo C: one thread (`mujoco.rollout`); ours and MJX in the same pinned process"
         + (f", both batched by `jc.chunked_vmap` in chunks of {meta['chunk']} environments." if meta.get("chunk") else ", batched by `jax.vmap`."),
         "",
         "| scene | nv | batch | ours env-steps/s | MJX env-steps/s | MuJoCo C env-steps/s | ours / MJX | "
-        "ours / MuJoCo C | compile ours / MJX (s) | ours mean iters | ours max criterion |",
+        "ours / MuJoCo C | compile ours / MJX (s) | ours iterations mean / max | ours max criterion |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -310,7 +317,8 @@ def markdown(meta, rows, argv) -> str:
             f"| {r['scene']} | {r['nv']} | {r['batch']} | {fmt(_rate(ours))} | "
             f"{fmt(_rate(mjx)) if mjx else '—'} | {fmt(_rate(c))} | {ratio(_rate(ours), _rate(mjx))} | "
             f"{ratio(_rate(ours), _rate(c))} | {ours.get('compile_s', float('nan')):.1f} / "
-            f"{mjx.get('compile_s', float('nan')):.1f} | {ours.get('mean_iterations', float('nan')):.1f} | "
+            f"{mjx.get('compile_s', float('nan')):.1f} | {ours.get('mean_iterations', float('nan')):.1f} / "
+            f"{ours.get('max_iterations', '—')} | "
             f"{ours.get('max_residual', float('nan')):.1e} |")
     errors = [(r["scene"], r["batch"], k, v["error"]) for r in rows for k, v in r.items()
               if isinstance(v, dict) and "error" in v]
