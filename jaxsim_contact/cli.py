@@ -5,7 +5,9 @@ Subcommands:
 * ``demo`` — simulates the embedded default scene (boxes, spheres, a capsule and a convex mesh
   dropped on a plane), prints a summary (steps/s, max penetration, energy, solver residual) and
   writes a self-contained HTML replay;
-* ``simulate FILE`` — the same for an MJCF/URDF file (``--steps``, ``--batch``, ``--out``);
+* ``simulate FILE`` — the same for an MJCF/URDF file (``--steps``, ``--batch``, ``--out``; loading:
+  ``--floating-base``, ``--floor``, ``--balance-inertia``, ``--package-dir``; physics:
+  ``--solver``, ``--compliance``, ``--float32``);
 * ``collide`` — batched collision queries between the built-in shapes (jit + vmap), one table row
   per shape pair and separation: signed distance, GJK iterations per variant, µs/query.
 * ``bench`` — runs ``benchmarks/gjk.py --quick`` from a source checkout, or says where the
@@ -13,17 +15,26 @@ Subcommands:
 
 The CLI is an application, not the library: it enables float64 (``--float32`` to opt out) and JAX's
 persistent compilation cache (``--no-cache`` to opt out) so a second ``demo`` starts quickly.
+
+A model that cannot be loaded (any :class:`jaxsim_contact.io.ModelError`, an
+``UnsupportedFeatureError``, a missing, unreadable or non-XML file, a directory) is reported as one
+line on stderr with exit code 2; ``--debug`` shows the traceback instead. Before simulating, the
+start pose is checked with MuJoCo C's collision detection: geom pairs that start interpenetrating
+deeper than :data:`PENETRATION_WARNING_DEPTH` are named on stderr (pairs within one kinematic tree
+are left to ``jc.load``'s ``SelfOverlapWarning``).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import itertools
 import os
 import statistics
 import subprocess
 import sys
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -32,9 +43,14 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsim_contact as jc
+from jaxsim_contact.contact.defaults import default_step_solver
 from jaxsim_contact.dynamics import kinetic_energy, potential_energy
 
-__all__ = ["main", "demo", "collide", "simulate", "DEMO_SHAPES", "DEFAULT_PAIRS", "build_parser"]
+__all__ = [
+    "main", "demo", "collide", "simulate", "DEMO_SHAPES", "DEFAULT_PAIRS", "build_parser",
+    "load_scene", "place_on_floor", "lowest_floor_distance", "initial_penetrations",
+    "make_solver", "SOLVERS", "FLOOR_CLEARANCE", "PENETRATION_WARNING_DEPTH",
+]
 
 #: built-in shape names used by ``demo``
 DEMO_SHAPES = ("sphere", "box", "capsule", "cylinder", "cone", "ellipsoid", "mesh")
@@ -42,6 +58,15 @@ DEMO_SHAPES = ("sphere", "box", "capsule", "cylinder", "cone", "ellipsoid", "mes
 DEFAULT_PAIRS = ("sphere-box", "capsule-cylinder", "cone-ellipsoid", "mesh-box")
 DEFAULT_DISTANCES = (-0.05, 0.0, 0.05, 0.5)
 VARIANTS = ("vanilla", "polyak", "nesterov")
+#: gap (m) that ``--floor`` leaves between the floor and the lowest collision point of the floating
+#: bodies: a few mm, so the robot drops onto the floor instead of starting in a contact
+FLOOR_CLEARANCE = 5e-3
+#: initial overlaps deeper than this (m) between two geoms are reported before simulating: deeper
+#: than the contact margin and the Baumgarte push-out handle quietly (1 cm takes ~10 steps at the
+#: default 0.5 m/s cap); a robot through the floor is tens of cm
+PENETRATION_WARNING_DEPTH = 1e-2
+#: ``--solver`` choices: contact solvers of :mod:`jaxsim_contact.contact`
+SOLVERS = ("admm", "newton", "pgs")
 
 
 def _demo_shape(name: str):
@@ -76,6 +101,13 @@ def _parse_pair(text: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:  # also rejects nan
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
+    return value
+
+
 def _chunk_length(steps: int) -> int:
     """Steps per compiled call: a divisor of ``steps`` giving 10–50 progress updates when there is
     one (1000 → 100), else the whole run in one call (no progress bar)."""
@@ -90,6 +122,205 @@ def _progress_bar(done: int, total: int, rate: float, file, width: int = 30) -> 
     end = "\n" if done == total else ""
     print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} steps, {rate:.0f} env-steps/s",
           end=end, file=file, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading a scene: jc.load's own pipeline (prepare_spec → compile_spec → from_mjmodel), with the
+# ``--floor`` plane added to the MuJoCo spec, so that the MuJoCo model the start pose is checked on
+# and the simulated model are one scene.
+# ---------------------------------------------------------------------------------------------
+
+
+def load_scene(path, *, package_dirs=(), floating_base: bool = False,
+               balance_inertia: bool = False, floor: bool = False, dtype=None):
+    """Load ``path`` as :func:`jaxsim_contact.load` does, optionally on a floor; returns
+    ``(model, mjmodel)``, the simulated :class:`~jaxsim_contact.model.Model` and the compiled
+    ``mujoco.MjModel`` of the same scene (same geoms, same ``qpos0``).
+
+    With ``floor``, a plane at z = 0 is added (as :func:`jaxsim_contact.io.add_floor`: friction 1,
+    colliding with every geom) and the floating bodies are lifted onto it
+    (:func:`place_on_floor`): the model's ``qpos0`` is the placed start pose.
+
+    Raises what :func:`jaxsim_contact.load` raises; a directory raises ``IsADirectoryError``
+    (``jc.load`` would call it "not found").
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not an MJCF or URDF file", str(path))
+    spec = jc.io.prepare_spec(path, package_dirs=package_dirs, floating_base=floating_base,
+                              balance_inertia=balance_inertia)
+    floor_name = _add_floor_geom(spec) if floor else None
+    mj = jc.io.compile_spec(spec, path)
+    if floor_name is not None:
+        place_on_floor(mj, _geom_id(mj, floor_name))
+    return jc.io.from_mjmodel(mj, source=str(path), dtype=dtype), mj
+
+
+def _add_floor_geom(spec) -> str:
+    """Add the ``--floor`` plane to the world body of ``spec``; returns its (unique) name."""
+    import mujoco
+
+    taken = {geom.name for geom in spec.geoms}
+    name, suffix = "floor", 0
+    while name in taken:  # a model of its own may have a geom called "floor"
+        suffix += 1
+        name = f"floor_{suffix}"
+    spec.worldbody.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_PLANE, size=[10.0, 10.0, 0.1],
+                            friction=[1.0, 0.005, 0.0001], contype=1, conaffinity=1)
+    return name
+
+
+def _geom_id(mj, name: str) -> int:
+    import mujoco
+
+    return mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_GEOM, name)
+
+
+def _floating_roots(mj) -> list[int]:
+    """Top-level bodies whose first joint is a free joint (floating robots and free objects)."""
+    import mujoco
+
+    return [b for b in range(1, mj.nbody)
+            if mj.body_parentid[b] == 0 and mj.body_jntnum[b] > 0
+            and mj.jnt_type[mj.body_jntadr[b]] == mujoco.mjtJoint.mjJNT_FREE]
+
+
+def _collides(mj, geom_a: int, geom_b: int) -> bool:
+    """MuJoCo's contype/conaffinity filter."""
+    return bool(mj.geom_contype[geom_a] & mj.geom_conaffinity[geom_b]
+                or mj.geom_contype[geom_b] & mj.geom_conaffinity[geom_a])
+
+
+def lowest_floor_distance(mj, floor_geom: int) -> float | None:
+    """Signed distance (m) from the floor plane ``floor_geom`` to the lowest collision geom of the
+    floating bodies at ``qpos0`` (negative: below the floor); ``None`` when they have none.
+
+    MuJoCo C's ``mj_geomDistance`` measures each geom against the plane with the colliders that
+    later find the contacts (mesh geoms as their convex hulls), so it is exact for every geom type
+    without a support function per type here.
+    """
+    import mujoco
+
+    roots = set(_floating_roots(mj))
+    geoms = [g for g in range(mj.ngeom)
+             if mj.body_rootid[mj.geom_bodyid[g]] in roots
+             and mj.geom_type[g] != mujoco.mjtGeom.mjGEOM_PLANE and _collides(mj, g, floor_geom)]
+    if not geoms:
+        return None
+    data = mujoco.MjData(mj)
+    mujoco.mj_kinematics(mj, data)
+    # distmax bounds the search only: geoms farther than it are "at least distmax" above the floor
+    distmax = 1e3
+    return min(mujoco.mj_geomDistance(mj, data, floor_geom, g, distmax, None) for g in geoms)
+
+
+def place_on_floor(mj, floor_geom: int, clearance: float = FLOOR_CLEARANCE) -> float:
+    """Raise every floating body (free root joint) by one common height so the lowest of their
+    collision geoms is ``clearance`` above the floor; edits ``mj.qpos0`` in place and returns the
+    lift (m, 0 when they are already that high: a model above the floor is meant to drop).
+
+    One common lift keeps the floating bodies' relative placement (a robot and the object it
+    stands next to); bodies welded to the world are not moved.
+    """
+    lowest = lowest_floor_distance(mj, floor_geom)
+    if lowest is None or lowest >= clearance:
+        return 0.0
+    lift = clearance - lowest
+    for root in _floating_roots(mj):
+        mj.qpos0[mj.jnt_qposadr[mj.body_jntadr[root]] + 2] += lift
+    return lift
+
+
+# ---------------------------------------------------------------------------------------------
+# Checking the start pose
+# ---------------------------------------------------------------------------------------------
+
+
+def initial_penetrations(mj, depth: float = PENETRATION_WARNING_DEPTH) -> list[tuple[int, int, float]]:
+    """Geom pairs that overlap by more than ``depth`` (m) at ``qpos0``, as MuJoCo C's collision
+    detection finds them (after its own filters: contype/conaffinity, parent–child, ``<exclude>``,
+    including the excludes ``jc.load`` adds for overlapping links).
+
+    Pairs of two bodies of one kinematic tree are left out: ``jc.load`` already reports those
+    (``SelfOverlapWarning``) and a common lift does not change them.
+
+    Returns:
+      ``(geom1, geom2, depth)`` per geom pair, deepest first.
+    """
+    import mujoco
+
+    data = mujoco.MjData(mj)
+    mujoco.mj_forward(mj, data)
+    deepest: dict[tuple[int, int], float] = {}
+    for contact in data.contact[:data.ncon]:
+        overlap = -float(contact.dist)
+        if contact.exclude != 0 or overlap <= depth:
+            continue
+        pair = tuple(sorted((int(contact.geom1), int(contact.geom2))))
+        body1, body2 = (int(mj.geom_bodyid[g]) for g in pair)
+        if body1 != 0 and body2 != 0 and mj.body_rootid[body1] == mj.body_rootid[body2]:
+            continue
+        deepest[pair] = max(overlap, deepest.get(pair, 0.0))
+    return sorted(((a, b, d) for (a, b), d in deepest.items()), key=lambda item: -item[2])
+
+
+def _geom_label(mj, geom: int) -> str:
+    """``world geom 'floor'``, ``body 'FR_calf' geom #7``: names where the model has them, else
+    MuJoCo ids (URDF collision geoms are often unnamed)."""
+    import mujoco
+
+    geom_name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_GEOM, geom)
+    geom_text = f"geom {geom_name!r}" if geom_name else f"geom #{geom}"
+    body = int(mj.geom_bodyid[geom])
+    if body == 0:
+        return f"world {geom_text}"
+    body_name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_BODY, body)
+    return f"body {body_name!r} {geom_text}" if body_name else f"body #{body} {geom_text}"
+
+
+def warn_initial_penetrations(mj, source: str, file=None, shown: int = 6) -> list[tuple[int, int, float]]:
+    """Print one line on ``file`` (default stderr) naming the geom pairs of
+    :func:`initial_penetrations` (the deepest ``shown`` of them) when there are any; returns them."""
+    pairs = initial_penetrations(mj)
+    if pairs:
+        named = "; ".join(f"{_geom_label(mj, a)} and {_geom_label(mj, b)} by {1e3 * d:.1f} mm"
+                          for a, b, d in pairs[:shown])
+        more = f"; and {len(pairs) - shown} more" if len(pairs) > shown else ""
+        hint = ""
+        if not _floating_roots(mj):
+            hint = " (no body is floating: for a URDF robot pass --floating-base, so --floor can place it)"
+        print(f"jaxsim-contact: warning: {source}: {len(pairs)} geom pair(s) start interpenetrating "
+              f"deeper than {1e3 * PENETRATION_WARNING_DEPTH:g} mm: {named}{more}; the contacts "
+              f"will push them apart{hint}", file=sys.stderr if file is None else file)
+    return pairs
+
+
+def make_solver(name: str, compliance: float = 0.0):
+    """The contact solver of ``--solver NAME``: ``admm`` the default (NCP ADMM as set up for
+    multibody steps), ``pgs`` projected Gauss–Seidel on the NCP, ``newton`` the primal Newton
+    solver of the compliant CCP (needs ``compliance > 0``: with rigid contact its Hessian is
+    singular up to a 1e-9 floor and robots diverge; docs/choosing_a_solver.md)."""
+    if name == "admm":
+        return default_step_solver()
+    if name == "pgs":
+        return jc.contact.PGS("ncp")
+    if name == "newton":
+        if compliance <= 0:
+            raise ValueError("--solver newton needs --compliance > 0 (the primal Newton solver "
+                             "solves the compliant problem; e.g. --compliance 1e-3)")
+        return jc.contact.PrimalNewton()
+    raise ValueError(f"unknown solver {name!r}; choose from {SOLVERS}")
+
+
+def apply_physics_flags(model, solver: str = "admm", compliance: float = 0.0):
+    """``model`` with the ``--solver`` and ``--compliance`` choices in its options (compliance on
+    the normal, friction and joint-limit rows alike, as MuJoCo's soft constraints: the Newton
+    solver needs all three to take few iterations, docs/choosing_a_solver.md)."""
+    changes = dict(solver=make_solver(solver, compliance))
+    if compliance > 0:
+        changes.update(compliance=compliance, tangential_compliance=compliance,
+                       limit_compliance=compliance)
+    return model.replace_options(**changes)
 
 
 def simulate(model, steps: int = 1000, batch: int = 1, out_html=None, out=None,
@@ -150,7 +381,8 @@ def simulate(model, steps: int = 1000, batch: int = 1, out_html=None, out=None,
     print(f"speed       {summary['env_steps_per_s']:.0f} env-steps/s ({run_s:.2f} s)", file=out)
     print(f"penetration max {summary['max_penetration']:.3e} m", file=out)
     print(f"energy      {summary['energy_start']:.6f} J -> {summary['energy_end']:.6f} J (env 0)", file=out)
-    print(f"solver      {summary['mean_iterations']:.1f} iterations/step (mean), worst residual "
+    print(f"solver      {type(model.options.solver).__name__}: {summary['mean_iterations']:.1f} "
+          "iterations/step (mean), worst residual "
           f"{summary['max_residual']:.2e}", file=out)
     print(f"errors      {summary['errors'][:8]}{' ...' if batch > 8 else ''} (bits: 1 non-finite, "
           "2 solver not converged, 4 contact budget overflow)", file=out)
@@ -302,29 +534,90 @@ def _bench(args) -> int:
     return subprocess.call(cmd)
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown (``(default: 1000)``), except for switches and unset options (where
+    ``(default: False)`` / ``(default: None)`` says nothing); descriptions keep their line breaks."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.nargs == 0:  # unset, or a switch (takes no value)
+            return action.help
+        if isinstance(action.default, (list, tuple)):  # "-0.05 0.0 0.5", as typed, not a repr
+            return f"{action.help} (default: {' '.join(map(str, action.default))})"
+        return super()._get_help_string(action)
+
+
+_DESCRIPTION = """\
+jaxsim-contact: simulate MJCF and URDF models with the jaxsim_contact JAX
+physics engine, replay them in a browser, and time its collision queries.
+
+examples:
+  jaxsim-contact demo
+  jaxsim-contact simulate robot.urdf --floating-base --floor --steps 500
+  jaxsim-contact simulate scene.xml --solver newton --compliance 1e-3 --batch 32
+  jaxsim-contact COMMAND --help
+"""
+
+_SIMULATE_DESCRIPTION = f"""\
+Simulate an MJCF (.xml) or URDF (.urdf) file from its reference pose with zero
+controls, print a summary (speed, penetration, energy, solver) and write an
+HTML replay of environment 0.
+
+A file that cannot be loaded is reported in one line (exit code 2; --debug
+shows the traceback). Geom pairs that start interpenetrating deeper than
+{1e3 * PENETRATION_WARNING_DEPTH:g} mm are named on stderr before simulating.
+
+URDF robots: MuJoCo welds the root link to the world, so pass --floating-base
+for legged robots and humanoids, and --floor to stand them on a floor.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of ``jaxsim-contact``."""
-    parser = argparse.ArgumentParser(prog="jaxsim-contact", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="jaxsim-contact", description=_DESCRIPTION,
+                                     formatter_class=_HelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # flags every subcommand takes (after the subcommand name)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true",
+                        help="show Python tracebacks and full warnings instead of one-line messages")
 
-    d = sub.add_parser("demo", help="simulate the embedded default scene and write an HTML replay")
+    def add_command(name, text, description=None):
+        return sub.add_parser(name, help=text, description=description or text[0].upper() + text[1:] + ".",
+                              parents=[common], formatter_class=_HelpFormatter)
+
+    d = add_command("demo", "simulate the embedded default scene and write an HTML replay")
     d.add_argument("--steps", type=int, default=1000, help="time steps")
     d.add_argument("--batch", type=int, default=1, help="environments (vmapped)")
     d.add_argument("--out", default="jaxsim_contact_demo.html", help="HTML replay file ('' for none)")
-    d.add_argument("--float32", action="store_true", help="run in float32 (default float64)")
+    d.add_argument("--float32", action="store_true", help="run in float32 (default: float64)")
     d.add_argument("--no-cache", action="store_true", help="do not use JAX's persistent compilation cache")
 
-    f = sub.add_parser("simulate", help="simulate an MJCF/URDF file and write an HTML replay")
+    f = add_command("simulate", "simulate an MJCF/URDF file and write an HTML replay",
+                    _SIMULATE_DESCRIPTION)
     f.add_argument("file", help="MJCF (.xml) or URDF (.urdf) file")
     f.add_argument("--steps", type=int, default=1000, help="time steps")
     f.add_argument("--batch", type=int, default=1, help="environments (vmapped)")
     f.add_argument("--out", default="replay.html", help="HTML replay file ('' for none)")
-    f.add_argument("--floor", action="store_true", help="add a floor plane at z = 0 (URDF robots)")
-    f.add_argument("--floating-base", action="store_true", help="free joint on root bodies (URDF)")
-    f.add_argument("--float32", action="store_true", help="run in float32 (default float64)")
+    f.add_argument("--floor", action="store_true",
+                   help="add a floor plane at z = 0 and lift the floating bodies so their lowest "
+                        f"collision point starts {1e3 * FLOOR_CLEARANCE:g} mm above it")
+    f.add_argument("--floating-base", action="store_true",
+                   help="give each root body without a joint a free joint (URDF robots that walk or fly)")
+    f.add_argument("--balance-inertia", action="store_true",
+                   help="let MuJoCo repair link inertias that violate the triangle inequality")
+    f.add_argument("--package-dir", action="append", default=None, metavar="DIR",
+                   help="directory searched for URDF package://PKG/... meshes (repeatable; "
+                        "example-robot-data is searched after these)")
+    f.add_argument("--solver", choices=SOLVERS, default="admm",
+                   help="contact solver: admm (NCP ADMM), pgs (projected Gauss-Seidel), "
+                        "newton (primal Newton; needs --compliance > 0)")
+    f.add_argument("--compliance", type=_non_negative_float, default=0.0, metavar="R",
+                   help="soft contacts and joint limits: compliance R of the normal, friction and "
+                        "limit rows, (m/s^2)/N; 0 is rigid; 1e-3 suits robots")
+    f.add_argument("--float32", action="store_true", help="load and run in float32 (default: float64)")
     f.add_argument("--no-cache", action="store_true", help="do not use JAX's persistent compilation cache")
 
-    p = sub.add_parser("collide", help="batched collision queries on the built-in shapes")
+    p = add_command("collide", "batched collision queries on the built-in shapes")
     p.add_argument(
         "--pairs", nargs="+", type=_parse_pair, default=None,
         help=f"shape pairs A-B (default: {' '.join(DEFAULT_PAIRS)}); shapes: {', '.join(DEMO_SHAPES)}",
@@ -334,39 +627,95 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS), help="GJK variants")
     p.add_argument("--batch", type=int, default=1024, help="queries per jitted call")
     p.add_argument("--repeats", type=int, default=3, help="timing repeats")
-    p.add_argument("--float32", action="store_true", help="run in float32 (default float64)")
+    p.add_argument("--float32", action="store_true", help="run in float32 (default: float64)")
     p.add_argument("--no-cache", action="store_true", help="do not use JAX's persistent compilation cache")
 
-    b = sub.add_parser("bench", help="run benchmarks/gjk.py --quick (source checkout)")
+    b = add_command("bench", "run benchmarks/gjk.py --quick (source checkout)")
     b.add_argument("--full", action="store_true", help="run the full benchmark instead of --quick")
     return parser
 
 
+def _load_error_message(err: BaseException) -> str:
+    """One line naming the problem: the library's messages already name the file, the element and
+    the value; an OS error names the file and the reason."""
+    if isinstance(err, OSError) and err.filename and err.strerror:
+        text = f"{err.filename}: {err.strerror}"
+    else:
+        text = str(err)
+    if isinstance(err, jc.io.ModelParseError) and "malformed XML" in text:
+        text += " (expected an MJCF or URDF file, which are XML)"
+    if "balance_inertia=True" in text:  # the library's hint, in the command line's words
+        text += " (on the command line: --balance-inertia)"
+    return " ".join(text.split())
+
+
+def _print_warning_line(message, category, filename, lineno, file=None, line=None):
+    """``warnings.showwarning`` of the command line: one line, no source location."""
+    text = " ".join(str(message).split())
+    print(f"jaxsim-contact: warning ({category.__name__}): {text}", file=sys.stderr if file is None else file)
+
+
+def _enable_compilation_cache() -> None:
+    cache = os.environ.get("JAXSIM_CONTACT_CACHE", str(Path.home() / ".cache" / "jaxsim_contact" / "jax"))
+    jax.config.update("jax_compilation_cache_dir", cache)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+
+
+def _print_error(message: str) -> int:
+    """Report a problem the user can fix in one line on stderr; returns the exit code 2 (as
+    argparse's for bad arguments)."""
+    print(f"jaxsim-contact: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _run_simulate(args) -> int:
+    """``simulate``: load (one line and exit code 2 on a load error), place, check, simulate."""
+    if args.solver == "newton" and args.compliance <= 0:
+        return _print_error("--solver newton needs --compliance > 0 (e.g. --compliance 1e-3)")
+    try:
+        model, mj = load_scene(args.file, package_dirs=args.package_dir or (),
+                               floating_base=args.floating_base, balance_inertia=args.balance_inertia,
+                               floor=args.floor, dtype=jnp.float32 if args.float32 else jnp.float64)
+    except (jc.io.ModelError, jc.io.UnsupportedFeatureError, OSError) as err:
+        if args.debug:
+            raise
+        return _print_error(_load_error_message(err))
+    warn_initial_penetrations(mj, args.file)
+    model = apply_physics_flags(model, args.solver, args.compliance)
+    simulate(model, args.steps, args.batch, args.out or None)
+    return 0
+
+
+def _run_demo(args) -> int:
+    import mujoco
+
+    warn_initial_penetrations(mujoco.MjModel.from_xml_string(jc.scenes.demo_scene()), "demo scene")
+    demo(args.steps, args.batch, args.out or None)
+    return 0
+
+
 def main(argv=None) -> int:
-    """Entry point of the ``jaxsim-contact`` console script; returns the exit code."""
+    """Entry point of the ``jaxsim-contact`` console script; returns the exit code (2 for a model
+    that cannot be loaded and for bad arguments)."""
     args = build_parser().parse_args(argv)
     if args.command == "bench":
         return _bench(args)
 
     jax.config.update("jax_enable_x64", not args.float32)
     if not args.no_cache:
-        cache = os.environ.get("JAXSIM_CONTACT_CACHE", str(Path.home() / ".cache" / "jaxsim_contact" / "jax"))
-        jax.config.update("jax_compilation_cache_dir", cache)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
-    if args.command == "demo":
-        demo(args.steps, args.batch, args.out or None)
+        _enable_compilation_cache()
+    with warnings.catch_warnings():
+        if not args.debug:
+            warnings.showwarning = _print_warning_line
+        if args.command == "demo":
+            return _run_demo(args)
+        if args.command == "simulate":
+            return _run_simulate(args)
+        pairs = args.pairs
+        if args.all_pairs:
+            pairs = list(itertools.combinations_with_replacement(DEMO_SHAPES, 2))
+        collide(pairs, args.distances, tuple(args.variants), args.batch, args.repeats)
         return 0
-    if args.command == "simulate":
-        model = jc.load(args.file, floating_base=args.floating_base)
-        if args.floor:
-            model = jc.io.add_floor(model)
-        simulate(model, args.steps, args.batch, args.out or None)
-        return 0
-    pairs = args.pairs
-    if args.all_pairs:
-        pairs = list(itertools.combinations_with_replacement(DEMO_SHAPES, 2))
-    collide(pairs, args.distances, tuple(args.variants), args.batch, args.repeats)
-    return 0
 
 
 if __name__ == "__main__":
