@@ -82,6 +82,9 @@ TOY = dict(
     grad_scene="box", grad_batch=2, grad_steps=3, float64_extras=False,
 )
 
+#: the command's sections (``--sections``)
+SECTIONS = ("step", "gjk", "gradient")
+
 SOFT = "soft Newton"
 DEFAULT = "default hard"
 
@@ -103,7 +106,7 @@ def main(argv=None) -> int:
     reports = []
     shares = [(d, s) for d, s in DTYPE_SHARES if d in args.dtypes]
     passthrough = (["--toy"] if args.toy else []) + (["--no-target"] if args.no_target else []) + (
-        ["--scenes", *args.scenes] if args.scenes else [])
+        ["--scenes", *args.scenes] if args.scenes else []) + ["--sections", *args.sections]
     for index, (dtype, share) in enumerate(shares):
         left_shares = sum(s for _, s in shares[index:])
         now = time.time()
@@ -155,6 +158,9 @@ def parse_args(argv):
                         help="step scenes, the first one leading (default: humanoid ant go2 panda tower)")
     parser.add_argument("--no-target", action="store_true",
                         help="leave out the humanoid at batch 8192 (the issue's target row)")
+    parser.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=SECTIONS,
+                        help="what to measure (default all): a rerun can spend its budget on the "
+                             "step rows a first call left out")
     parser.add_argument("--child", choices=[d for d, _ in DTYPE_SHARES], help=argparse.SUPPRESS)
     parser.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -213,7 +219,7 @@ def child(args) -> int:
                 compile_workers=args.compile_workers, steps_per_call=sizes["steps"],
                 repeats=sizes["repeats"], deadline_in_s=round(args.deadline - time.time(), 1))
     out_path = Path(args.out) / f"child_{dtype}.json"
-    jobs = plan(sizes, dtype)
+    jobs = [job for job in plan(sizes, dtype) if job.section in args.sections]
     meta["groups"] = sorted({j.group for j in jobs})
 
     def save():
