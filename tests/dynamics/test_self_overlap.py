@@ -95,3 +95,17 @@ def test_masked_overlap_is_not_reported_as_penetration():
     assert float(contact.distance.min()) == pytest.approx(-0.013, abs=1e-4)
     assert int(contact.num_active) == 0
     assert float(contact.penetration) == 0.0
+
+
+def test_overlap_with_a_welded_base_is_reported_not_excluded():
+    """The Allegro hand's palm is welded to the world (a fixed-base URDF root, fused by MuJoCo):
+    an ``<exclude>`` of a finger link with the world would also drop its floor contacts, so the
+    37 mm overlap of the thumb's base with the palm is named, not excluded."""
+    roots = [d for d in default_package_dirs() if d.name == "robots"]
+    path = roots[0] / "allegro_hand_description" / "urdf" / "allegro_right_hand.urdf"
+    mj, messages = _load(path, balance_inertia=True)
+    assert len(messages) == 1
+    assert "welded to the world" in messages[0] and "'world'-'link_12.0'" in messages[0]
+    assert mj.nexclude == 0
+    pairs = jc.io.self_overlaps(mj)
+    assert all(body1 == 0 for body1, _, _ in pairs) and max(d for _, _, d in pairs) > 0.03
