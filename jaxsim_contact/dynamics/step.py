@@ -129,12 +129,15 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
     Args:
       model: the scene.
       state: current state.
-      ctrl: ``(nu,)`` actuator controls, or ``None`` (zeros) for a model without actuators.
+      ctrl: ``(nu,)`` actuator controls, or ``None`` (zeros) for a model without actuators;
+        cast to the model's dtype.
     Returns:
       The next state; ``contact`` holds this step's contact forces, penetration and solver
       statistics. ``error`` (sticky) gains ``SOLVER_NOT_CONVERGED`` / ``CONTACT_BUDGET_OVERFLOW``
       from the contact stage, ``NON_FINITE_STATE`` if ``q`` or ``v`` coming in or going out is
       NaN, ±inf or beyond ``Options.value_limit``, ``INVALID_CONTROL`` if ``ctrl`` is.
+    Raises:
+      TypeError: ``state.q`` or ``state.v`` is not of the model's dtype (while tracing).
 
     Fault isolation (DESIGN §4 "bad input"): an environment with a ``ErrorFlag.FREEZE`` bit (set
     now or before) is frozen. It steps a harmless stand-in (``qpos0``, ``v = 0``, ``ctrl = 0``,
@@ -170,13 +173,27 @@ class _Guard(eqx.Module):
     ctrl_ok: jax.Array
 
 
+def _check_state_dtype(model: Model, state: State) -> None:
+    """A state of another floating dtype than the model's is a mistake, not a conversion to guess
+    (issue 42, "Bad input"): a float64 state made a float32 model's whole step float64. Raised
+    while tracing, so before anything runs, under ``jit`` too."""
+    for name in ("q", "v"):
+        got = jnp.result_type(getattr(state, name))
+        if got != model.dtype:
+            raise TypeError(
+                f"state.{name} is {got} but the model is {jnp.dtype(model.dtype)}: make the state "
+                f"with jc.init(model, q=state.q, v=state.v) (it converts once), or convert the "
+                f"model with model.astype(jnp.{got})")
+
+
 def _guard_inputs(model: Model, state: State, ctrl: jax.Array | None) -> _Guard:
     """Fault isolation (see :func:`step`): an environment with bad inputs or a ``FREEZE`` bit
     steps ``qpos0`` at rest with zero control and no warm start instead of its own values, so
     that its bad values reach no arithmetic."""
+    _check_state_dtype(model, state)
     dtype = state.q.dtype
-    if ctrl is None:
-        ctrl = jnp.zeros((model.nu,), dtype)
+    # controls follow the model's dtype (float64 actions from NumPy to a float32 model): one cast
+    ctrl = jnp.zeros((model.nu,), dtype) if ctrl is None else jnp.asarray(ctrl).astype(dtype)
     limit = model.options.value_limit.astype(dtype)
     state_ok = _within_limit(state.q, limit) & _within_limit(state.v, limit)
     ctrl_ok = _within_limit(ctrl, limit)
