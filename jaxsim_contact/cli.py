@@ -45,6 +45,7 @@ import numpy as np
 import jaxsim_contact as jc
 from jaxsim_contact.contact.defaults import default_step_solver
 from jaxsim_contact.dynamics import kinetic_energy, potential_energy
+from jaxsim_contact.io.overlaps import one_mechanism, reference_pose_contacts
 
 __all__ = [
     "main", "demo", "collide", "simulate", "DEMO_SHAPES", "DEFAULT_PAIRS", "build_parser",
@@ -191,9 +192,10 @@ def _collides(mj, geom_a: int, geom_b: int) -> bool:
                 or mj.geom_contype[geom_b] & mj.geom_conaffinity[geom_a])
 
 
-def lowest_floor_distance(mj, floor_geom: int) -> float | None:
+def lowest_floor_distance(mj, floor_geom: int, qpos=None) -> float | None:
     """Signed distance (m) from the floor plane ``floor_geom`` to the lowest collision geom of the
-    floating bodies at ``qpos0`` (negative: below the floor); ``None`` when they have none.
+    floating bodies at ``qpos`` (default ``qpos0``; negative: below the floor); ``None`` when they
+    have none.
 
     MuJoCo C's ``mj_geomDistance`` measures each geom against the plane with the colliders that
     later find the contacts (mesh geoms as their convex hulls), so it is exact for every geom type
@@ -208,6 +210,8 @@ def lowest_floor_distance(mj, floor_geom: int) -> float | None:
     if not geoms:
         return None
     data = mujoco.MjData(mj)
+    if qpos is not None:
+        data.qpos[:] = qpos
     mujoco.mj_kinematics(mj, data)
     # distmax bounds the search only: geoms farther than it are "at least distmax" above the floor
     distmax = 1e3
@@ -241,25 +245,18 @@ def initial_penetrations(mj, depth: float = PENETRATION_WARNING_DEPTH) -> list[t
     detection finds them (after its own filters: contype/conaffinity, parent–child, ``<exclude>``,
     including the excludes ``jc.load`` adds for overlapping links).
 
-    Pairs of two bodies of one kinematic tree are left out: ``jc.load`` already reports those
-    (``SelfOverlapWarning``) and a common lift does not change them.
+    Pairs within one mechanism are left out (:func:`jaxsim_contact.io.overlaps.one_mechanism`):
+    ``jc.load`` already reports those (``SelfOverlapWarning``) and a common lift does not change
+    them.
 
     Returns:
       ``(geom1, geom2, depth)`` per geom pair, deepest first.
     """
-    import mujoco
-
-    data = mujoco.MjData(mj)
-    mujoco.mj_forward(mj, data)
     deepest: dict[tuple[int, int], float] = {}
-    for contact in data.contact[:data.ncon]:
-        overlap = -float(contact.dist)
-        if contact.exclude != 0 or overlap <= depth:
+    for geom1, geom2, overlap, excluded in reference_pose_contacts(mj):
+        if excluded or overlap <= depth or one_mechanism(mj, geom1, geom2):
             continue
-        pair = tuple(sorted((int(contact.geom1), int(contact.geom2))))
-        body1, body2 = (int(mj.geom_bodyid[g]) for g in pair)
-        if body1 != 0 and body2 != 0 and mj.body_rootid[body1] == mj.body_rootid[body2]:
-            continue
+        pair = tuple(sorted((geom1, geom2)))
         deepest[pair] = max(overlap, deepest.get(pair, 0.0))
     return sorted(((a, b, d) for (a, b), d in deepest.items()), key=lambda item: -item[2])
 

@@ -65,5 +65,5 @@ def describe(kind: str, name: str, index: int) -> str:
 
 
 class SelfOverlapWarning(UserWarning):
-    """Two bodies of one kinematic tree overlap at the model's reference pose ``qpos0`` (see
+    """Two bodies of one mechanism overlap at the model's reference pose ``qpos0`` (see
     :func:`jaxsim_contact.io.overlaps.exclude_self_overlaps`)."""

@@ -6,8 +6,8 @@ and each ``*_UPPER_LEG``, whose parent between them has no geometry, so MuJoCo's
 filter does not apply). MuJoCo's soft contacts carry such an overlap as a permanent small internal
 force. A hard contact cannot: the joints between the two links often cannot change the overlap
 (it is around their common axis), so the complementarity problem asks for a separation no motion
-gives, and the solver runs to its cap on every step (Solo-12: 188 of 200 steps, residual 1e4,
-and the robot sank to the floor). Planning stacks treat such pairs as "colliding by default" and
+gives, and the solver runs to its cap on every step (measured: ``benchmarks/results/
+solo12_self_overlap.md``). Planning stacks treat such pairs as "colliding by default" and
 disable them (MoveIt's SRDF ``disable_collisions reason="Default"``); :func:`exclude_self_overlaps`
 does the same, naming every pair it excludes.
 """
@@ -19,19 +19,19 @@ from pathlib import Path
 
 from .errors import SelfOverlapWarning
 
-__all__ = ["self_overlaps", "exclude_self_overlaps", "SELF_OVERLAP_DEPTH"]
+__all__ = ["self_overlaps", "exclude_self_overlaps", "reference_pose_contacts", "one_mechanism",
+           "SELF_OVERLAP_DEPTH"]
 
-#: a pair counts as overlapping when MuJoCo C finds it deeper than this at ``qpos0`` (m). Deeper
-#: overlaps of example-robot-data's robots are design overlaps of collision meshes at a joint
-#: (Solo-12 3.5 mm, Go2 7 mm, Panda link5–link7 41 mm, Talos up to 93 mm); shallower ones are
-#: touching links (the Panda's closed fingers, 0.04 mm) that a contact can push apart.
+#: a pair counts as overlapping when MuJoCo C finds it deeper than this at ``qpos0`` (m): deeper
+#: overlaps are collision meshes intersecting at a joint by design, shallower ones touching links
+#: (closed gripper fingers) that a contact can push apart.
 SELF_OVERLAP_DEPTH = 1e-3
 
 
 def self_overlaps(mj) -> list[tuple[int, int, float]]:
-    """Pairs of bodies of one mechanism (one kinematic tree; or a fixed-base tree and the non-plane
-    geoms welded to the world, :func:`_one_mechanism`) whose geoms overlap by more than :data:`SELF_OVERLAP_DEPTH` at the reference pose ``qpos0``, as MuJoCo C's collision detection finds them (after
-    its own filters: ``contype``/``conaffinity``, parent–child, ``<exclude>``).
+    """Pairs of bodies of one mechanism (:func:`one_mechanism`) whose geoms overlap by more than
+    :data:`SELF_OVERLAP_DEPTH` at the reference pose ``qpos0``, as MuJoCo C's collision detection
+    finds them (after its own filters: ``contype``/``conaffinity``, parent–child, ``<exclude>``).
 
     Args:
       mj: a compiled ``mujoco.MjModel``.
@@ -39,36 +39,46 @@ def self_overlaps(mj) -> list[tuple[int, int, float]]:
       ``(body1, body2, depth)`` per body pair, ``body1 < body2`` (MuJoCo body ids), ``depth`` the
       deepest contact's penetration in metres, deepest pair first.
     """
-    import mujoco
-
-    data = mujoco.MjData(mj)
-    mujoco.mj_forward(mj, data)
     deepest: dict[tuple[int, int], float] = {}
-    for contact in data.contact[:data.ncon]:
-        geoms = sorted((int(contact.geom1), int(contact.geom2)), key=lambda g: mj.geom_bodyid[g])
-        body1, body2 = (int(mj.geom_bodyid[g]) for g in geoms)
-        depth = -float(contact.dist)
-        if depth <= SELF_OVERLAP_DEPTH or not _one_mechanism(mj, geoms[0], body1, body2):
+    for geom1, geom2, depth, _ in reference_pose_contacts(mj):
+        if depth <= SELF_OVERLAP_DEPTH or not one_mechanism(mj, geom1, geom2):
             continue
+        body1, body2 = sorted((int(mj.geom_bodyid[geom1]), int(mj.geom_bodyid[geom2])))
         deepest[(body1, body2)] = max(depth, deepest.get((body1, body2), 0.0))
     return sorted(((a, b, d) for (a, b), d in deepest.items()), key=lambda pair: -pair[2])
 
 
-def _one_mechanism(mj, geom1: int, body1: int, body2: int) -> bool:
-    """Whether bodies ``body1 <= body2`` belong to one mechanism: one tree, or — for a fixed-base
-    robot, whose base MuJoCo fuses into the world body (URDF roots, ``fusestatic``) — the world's
-    non-plane geom ``geom1`` and a tree without a free joint (the Allegro hand's palm and
-    fingers). A floor (plane) is never part of a mechanism."""
+def reference_pose_contacts(mj) -> list[tuple[int, int, float, bool]]:
+    """MuJoCo C's contacts at ``qpos0``: ``(geom1, geom2, depth, excluded)`` each, ``depth`` the
+    penetration in metres (negative: separated within the margin), ``excluded`` MuJoCo's flag
+    for a contact it leaves out of the constraints."""
     import mujoco
 
+    data = mujoco.MjData(mj)
+    mujoco.mj_forward(mj, data)
+    return [(int(c.geom1), int(c.geom2), -float(c.dist), c.exclude != 0)
+            for c in data.contact[:data.ncon]]
+
+
+def one_mechanism(mj, geom1: int, geom2: int) -> bool:
+    """Whether geoms ``geom1`` and ``geom2`` belong to one mechanism: bodies of one tree, or — for
+    a fixed-base robot, whose base MuJoCo fuses into the world body (URDF roots, ``fusestatic``) —
+    a non-plane geom of the world and a tree without a free joint (the Allegro hand's palm and
+    fingers). A floor (plane or height field) is never part of a mechanism."""
+    import mujoco
+
+    geom1, geom2 = sorted((geom1, geom2), key=lambda g: mj.geom_bodyid[g])
+    body1, body2 = int(mj.geom_bodyid[geom1]), int(mj.geom_bodyid[geom2])
     if body1 != 0:
         return bool(mj.body_rootid[body1] == mj.body_rootid[body2])
-    if mj.geom_type[geom1] in (mujoco.mjtGeom.mjGEOM_PLANE, mujoco.mjtGeom.mjGEOM_HFIELD):
+    # ints on both sides: `np.int32 in (enum, ...)` compares enum == np.int32, which is False
+    if int(mj.geom_type[geom1]) in (int(mujoco.mjtGeom.mjGEOM_PLANE), int(mujoco.mjtGeom.mjGEOM_HFIELD)):
         return False
+    # MuJoCo allows a free joint only on a top-level body: a floating tree's root has one
     root = int(mj.body_rootid[body2])
-    tree = [b for b in range(1, mj.nbody) if mj.body_rootid[b] == root]
-    return not any(mj.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE
-                   for b in tree for j in range(mj.body_jntadr[b], mj.body_jntadr[b] + mj.body_jntnum[b]))
+    floating = (mj.body_jntnum[root] > 0
+                and int(mj.jnt_type[mj.body_jntadr[root]]) == int(mujoco.mjtJoint.mjJNT_FREE))
+    return not floating
 
 
 def _body_name(mj, body: int) -> str | None:
@@ -91,8 +101,8 @@ def exclude_self_overlaps(spec, mj, path: str | Path, exclude: bool = True):
     Excluding adds ``<contact><exclude body1 body2/>`` for each pair to ``spec`` and compiles it
     again. A pair with an unnamed body cannot be named in an exclude, and one with the world body
     (a fixed base's welded geometry) would also lose the link's floor contacts: those are
-    reported, not excluded. Warnings are :class:`~jaxsim_contact.io.errors.SelfOverlapWarning` and name the
-    file, the bodies and the depths.
+    reported, not excluded. Warnings are :class:`~jaxsim_contact.io.errors.SelfOverlapWarning`
+    and name the file, the bodies and the depths.
     """
     pairs = self_overlaps(mj)
     if not pairs:
