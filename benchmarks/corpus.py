@@ -360,18 +360,13 @@ def free_joints(mj) -> list[int]:
 
 
 def floor_clearance(mj, q: np.ndarray) -> float:
-    """Smallest signed distance from the added floor to a geom that can collide with it."""
-    d = mujoco.MjData(mj)
-    d.qpos[:] = q
-    mujoco.mj_forward(mj, d)
+    """Smallest signed distance from the added floor to a floating geom that can collide with it
+    (the CLI's ``--floor`` measure, at ``q``)."""
+    from jaxsim_contact.cli import lowest_floor_distance
+
     floor = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_GEOM, FLOOR["name"])
-    distances = [
-        mujoco.mj_geomDistance(mj, d, floor, g, 100.0, None)
-        for g in range(mj.ngeom)
-        if g != floor and mj.geom_bodyid[g] != 0
-        and (mj.geom_contype[g] & mj.geom_conaffinity[floor] or mj.geom_contype[floor] & mj.geom_conaffinity[g])
-    ]
-    return min(distances) if distances else float("nan")
+    lowest = lowest_floor_distance(mj, floor, qpos=q)
+    return float("nan") if lowest is None else lowest
 
 
 def start_configuration(mj, entry: Entry) -> tuple[np.ndarray, dict]:

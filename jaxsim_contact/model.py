@@ -206,9 +206,9 @@ class Options(eqx.Module):
         dt = 2 ms: 5 m/s); ordinary resting penetrations
         (``β δ / dt`` ≈ 0.1 m/s at 1 mm) are unaffected. Contacts only; limits have their own:
       limit_correction_speed: cap (rad/s for hinges, m/s for slides; default 10) on the push-out
-        speed of a violated joint limit. A model that starts outside its limits (gymnasium's and
-        brax's ant: ankles 0.52 rad outside their 30°–70° range) comes back inside within ~10
-        steps, as in MuJoCo; with the contacts' 0.5 it took ~100 (issue 43).
+        speed of a violated joint limit, apart from the contacts' so that a model starting
+        outside its limits (gymnasium's ant) comes back inside within a few steps, as in MuJoCo
+        (issue 43).
       restitution: Newton restitution coefficient ``e ∈ [0, 1]`` (seed 001 §II, bias ``-e c^t``).
       restitution_threshold: approach speed (m/s) below which no restitution is applied (resting
         contacts do not jitter).

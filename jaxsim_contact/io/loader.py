@@ -77,9 +77,10 @@ def load(
       exclude_self_overlaps: exclude from collision the pairs of bodies of one kinematic tree
         whose geoms overlap by more than 1 mm at the reference pose ``qpos0`` (MuJoCo C's
         collision detection; :func:`jaxsim_contact.io.overlaps.self_overlaps`), with a
-        ``SelfOverlapWarning`` naming each pair and its depth. MuJoCo keeps such pairs as a permanent soft contact; a hard
-        contact between links that start inside each other cannot be resolved and keeps the
-        solver at its cap (issue 43). ``False`` keeps them (and still warns).
+        ``SelfOverlapWarning`` naming each pair and its depth. MuJoCo keeps such pairs as a
+        permanent soft contact; a hard contact between links that start inside each other cannot
+        be resolved and keeps the solver at its cap (issue 43). ``False`` keeps them (and still
+        warns).
       dtype: floating dtype of the model's arrays; default ``float64`` when JAX x64 is enabled,
         else ``float32``.
 
