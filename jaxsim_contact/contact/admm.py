@@ -37,7 +37,7 @@ import jax.scipy.linalg as jsl
 from .anderson import AndersonHistory, anderson_init, anderson_reset, anderson_step
 from ..types import Choice
 from .problem import (ContactProblem, Formulation, Residuals, contact_residuals, de_saxce,
-                      project_cone, round_off_floors)
+                      round_off_floors)
 from .solver import ContactSolver
 
 __all__ = ["ADMM", "ADMMState", "Factorization", "RhoUpdate", "spectral_bounds", "adapt_rho",
@@ -177,6 +177,11 @@ class ADMM(ContactSolver):
         epoch. ``1`` is the seed's per-iteration update. Refactoring "only when ρ changed" inside
         one loop does not help under ``vmap`` (the ``cond`` becomes a select that factorises every
         iteration, which costs many times a solve with a fixed factor).
+      Box and bilateral slots (``ContactProblem.num_box`` / ``num_bilateral``: dry friction and
+      equality constraints) take their own projection in the ``z`` update
+      (:meth:`ContactProblem.project`: a clip, the identity), so the fixed point solves the
+      variational inequality ``|λ| ≤ b`` and ``σ = 0`` on those rows (their ``μ = 0`` makes
+      the De Saxcé term vanish there).
       anderson_memory: static, default 0 (off). ``m > 0``: type-II Anderson acceleration of the
         ADMM map ``(z, γ) ↦ (z⁺, γ⁺)`` over the last ``m`` iterations (``jaxsim_contact.contact.
         anderson``), its history cleared whenever the iteration's ρ changes (a new ρ is a new
@@ -318,7 +323,7 @@ class ADMM(ContactSolver):
             # Factorised by the driver's first `refresh`, before any `step`.
             k = problem.delassus_factor.shape[1] if self._low_rank(problem) else m
             factor, eigenvalues = jnp.zeros((k, k), dtype), jnp.zeros((m,), dtype)
-        z = project_cone(warm_force, problem.friction)
+        z = problem.project(warm_force)
         sigma = (self._matvec(problem, z.reshape(m)) + problem.free_velocity).reshape(-1, 3)
         # Warm dual: γ = −(σ + Γ(σ)) is the fixed-point value (see module docstring).
         s = sigma + de_saxce(sigma, problem.friction) if self.formulation == "ncp" else sigma
@@ -358,7 +363,7 @@ class ADMM(ContactSolver):
         lam = -self._solve(problem, state, rho, q - rho * z + gamma)
         alpha = jnp.asarray(self.over_relaxation, lam.dtype)
         lam_hat = alpha * lam + (1.0 - alpha) * z
-        z_new = project_cone((lam_hat + gamma / rho).reshape(-1, 3), mu).reshape(m)
+        z_new = problem.project((lam_hat + gamma / rho).reshape(-1, 3)).reshape(m)
         gamma_new = gamma + rho * (lam_hat - z_new)
         primal_res = jnp.max(jnp.abs(lam - z_new))
         dual_res = rho * jnp.max(jnp.abs(z_new - z))

@@ -61,9 +61,10 @@ def solution(problem, safe, finite, solver, loop_solver, gradient, force, final_
         # Attach the implicit derivative; sanitising outside the rule masks the tangents of
         # inactive contacts and of non-finite problems by `where` (no NaN can leak).
         force = implicit_force(
-            solver.formulation, safe.delassus, safe.free_velocity, safe.friction,
-            safe.compliance, safe.active, force,
-            jax.lax.stop_gradient(jnp.asarray(solver.tolerance, force.dtype)), safe.delassus_factor)
+            solver.formulation, (safe.num_box, safe.num_bilateral), safe.delassus,
+            safe.free_velocity, safe.friction, safe.compliance, safe.active, force,
+            jax.lax.stop_gradient(jnp.asarray(solver.tolerance, force.dtype)), safe.delassus_factor,
+            safe.bound)
         force = jnp.where(mask, force, 0.0)
     res = contact_residuals(safe, force, solver.residual_formulation)
     res = Residuals(*(jnp.max(x, initial=0.0) for x in res))

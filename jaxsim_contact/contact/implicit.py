@@ -103,6 +103,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..batching import switch_on_max
 from .._autodiff import instantiate_zeros, is_symbolic_zero
@@ -192,7 +193,8 @@ def _safe_div(num, den, fallback):
 
 
 def mode_equations(formulation: str, A: jax.Array, g: jax.Array, mu: jax.Array,
-                   active: jax.Array, force: jax.Array, tolerance: jax.Array):
+                   active: jax.Array, force: jax.Array, tolerance: jax.Array,
+                   layout: tuple[int, int] = (0, 0), bound: jax.Array | None = None):
     """Per-contact linearised optimality conditions at ``force`` (see the module docstring).
 
     Args:
@@ -200,10 +202,14 @@ def mode_equations(formulation: str, A: jax.Array, g: jax.Array, mu: jax.Array,
       A: ``(3n, 3n)`` compliant Delassus ``G + diag(R)`` of the *sanitised* problem.
       g: ``(3n,)`` free velocity; mu: ``(n,)`` friction; active: ``(n,)`` bool.
       force: ``(n, 3)`` the (converged) force ``λ*``; tolerance: the solver's tolerance ``τ``.
+      layout: static ``(num_box, num_bilateral)``: the trailing box and bilateral slots of the
+        problem (``ContactProblem.slot_masks``); bound: ``(n,)`` the box slots' bounds.
     Returns:
       ``(C_lam (n, 3, 3), C_sig (n, 3, 3), c_mu (n, 3), modes (n,) int32)`` such that the
       derivative satisfies ``C_lam dλ_i + C_sig dσ_i + c_mu dμ_i = 0`` for every contact, with
       ``modes`` in ``{BREAKING, STICKING, SLIDING}`` (LCP: sliding = a tangent axis at its bound).
+      For a box slot ``c_mu`` multiplies the bound's tangent ``db`` instead of ``dμ`` (its ``μ``
+      is 0): see :func:`_box_and_bilateral_equations`.
     """
     n = mu.shape[0]
     dtype = A.dtype
@@ -276,7 +282,52 @@ def mode_equations(formulation: str, A: jax.Array, g: jax.Array, mu: jax.Array,
     c_sig = jnp.where(breaking[:, None, None], zero33, c_sig)
     c_mu = jnp.where(breaking[:, None], 0.0, c_mu)
     modes = jnp.where(breaking, BREAKING, jnp.where(sliding, SLIDING, STICKING)).astype(jnp.int32)
+    if any(layout):
+        c_lam, c_sig, c_mu, modes = _box_and_bilateral_equations(
+            layout, A, lam, sigma, a, active, bound, delta_f, c_lam, c_sig, c_mu, modes)
     return c_lam, c_sig, c_mu, modes
+
+
+def _box_and_bilateral_equations(layout, A, lam, sigma, a, active, bound, delta_f, c_lam, c_sig,
+                                 c_mu, modes):
+    """The mode equations of box and bilateral slots in place of the cone's.
+
+    * bilateral (equality rows): ``dσ = 0`` on all three rows, always in the solved system
+      (``STICKING``) while active;
+    * box (dry friction, normal row with ``|λ_N| ≤ b``): tangent rows ``a dλ_T = 0``; normal row
+      ``dσ_N = 0`` in the interior (``STICKING``: the joint holds) or ``a (dλ_N − s db) = 0`` at
+      the bound ``s = sign(λ_N)`` (``SLIDING``: the force is the bound), where the natural map
+      ``y = λ_N − σ_N / a`` decides which (``|y| < b``: interior, as in the LCP's box friction).
+    """
+    n = lam.shape[0]
+    dtype = lam.dtype
+    num_box, num_bilateral = layout
+    index = np.arange(n)
+    bilateral = jnp.asarray(index >= n - num_bilateral)
+    box = jnp.asarray((index >= n - num_bilateral - num_box) & (index < n - num_bilateral))
+    e = jnp.eye(3, dtype=dtype)
+    y = lam[:, 2] - sigma[:, 2] / a
+    at_bound = (jnp.abs(y) >= bound) & (bound > delta_f)
+    side = jnp.sign(y)
+    tangent_pinned = jnp.broadcast_to(a[:, None, None] * e[None, :2, :], (n, 2, 3))
+    box_lam = jnp.concatenate([tangent_pinned, jnp.where(
+        at_bound[:, None, None], a[:, None, None] * e[None, 2:, :], 0.0)], axis=1)
+    box_sig = jnp.concatenate([jnp.zeros((n, 2, 3), dtype), jnp.where(
+        at_bound[:, None, None], 0.0, jnp.broadcast_to(e[None, 2:, :], (n, 1, 3)))], axis=1)
+    box_bound = jnp.stack([jnp.zeros((n,), dtype), jnp.zeros((n,), dtype),
+                           jnp.where(at_bound, -a * side, 0.0)], axis=-1)
+    eye = jnp.broadcast_to(e, (n, 3, 3))
+    c_lam = jnp.where(bilateral[:, None, None], 0.0, jnp.where(box[:, None, None], box_lam, c_lam))
+    c_sig = jnp.where(bilateral[:, None, None], eye, jnp.where(box[:, None, None], box_sig, c_sig))
+    c_mu = jnp.where(bilateral[:, None], 0.0, jnp.where(box[:, None], box_bound, c_mu))
+    own = jnp.where(at_bound, SLIDING, STICKING)
+    modes = jnp.where((bilateral | box) & active, jnp.where(bilateral, STICKING, own), modes)
+    # an inactive slot stays pinned (breaking): a dλ = 0
+    pinned = ~active
+    c_lam = jnp.where(pinned[:, None, None], a[:, None, None] * eye, c_lam)
+    c_sig = jnp.where(pinned[:, None, None], 0.0, c_sig)
+    c_mu = jnp.where(pinned[:, None], 0.0, c_mu)
+    return c_lam, c_sig, c_mu, modes.astype(jnp.int32)
 
 
 def implicit_matrix(c_lam: jax.Array, c_sig: jax.Array, A: jax.Array) -> jax.Array:
@@ -297,7 +348,8 @@ def contact_modes(problem, force: jax.Array, formulation: str = "ncp", tolerance
     safe, _ = sanitize_problem(problem)
     return mode_equations(implicit_formulation(formulation), safe.compliant_delassus,
                           safe.free_velocity, safe.friction, safe.active,
-                          jnp.asarray(force).reshape(-1, 3), tolerance)[3]
+                          jnp.asarray(force).reshape(-1, 3), tolerance,
+                          (safe.num_box, safe.num_bilateral), safe.bound)[3]
 
 
 #: Singular values of the implicit system below ``RANK_RTOL × s_max`` count as zero: ``ε^{2/3}``
@@ -453,14 +505,16 @@ def _pseudo_inverse_solve(system: _ImplicitSystem, free: jax.Array, b: jax.Array
     return _tiered_solve(free.shape[0], transpose)(system, free, b)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def implicit_force(formulation: str, delassus, free_velocity, friction, compliance, active,
-                   force, tolerance, delassus_factor=None):
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
+def implicit_force(formulation: str, layout: tuple[int, int], delassus, free_velocity, friction,
+                   compliance, active, force, tolerance, delassus_factor=None, bound=None):
     """Identity on the converged ``force`` whose JVP is the implicit derivative (module docstring).
 
     Args (all arrays explicit; the problem must already be sanitised, see
     :func:`jaxsim_contact.contact.sanitize_problem`):
       formulation: static ``"ncp"``, ``"ccp"`` or ``"lcp"``.
+      layout: static ``(num_box, num_bilateral)`` of the problem (``(0, 0)``: cones and
+        frictionless slots only).
       delassus ``(3n, 3n)``, free_velocity ``(3n,)``, friction ``(n,)``, compliance ``(3n,)``:
         differentiable problem data ``G, g, μ, R`` (only the symmetric part of a ``G`` tangent
         is used: ``G`` is symmetric by contract, and ``jax.grad`` w.r.t. ``G`` is symmetric).
@@ -473,29 +527,37 @@ def implicit_force(formulation: str, delassus, free_velocity, friction, complian
         ``dB (Bᵀλ) + B (dBᵀλ)`` — ``G`` is a function of ``B`` and its own tangent is not read —
         so forward mode with many tangents (``jacfwd`` of a step) never forms a ``(3n, 3n)``
         ``dG`` per tangent. Without a tangent on ``B`` (or without ``B``) ``dG`` is used.
+      bound: ``None`` or ``(n,)`` the box slots' bounds (differentiable: a frictionloss).
     Returns:
       ``force`` unchanged. Tangent ``dλ`` ``(n, 3)``: solution of
       ``(C_λ + C_σ A) dλ = −C_σ (dA λ + dg) − c_μ dμ`` (seed 004 eqs. 11, 44).
     """
-    del formulation, delassus, free_velocity, friction, compliance, active, tolerance
-    del delassus_factor
+    del formulation, layout, delassus, free_velocity, friction, compliance, active, tolerance
+    del delassus_factor, bound
     return force
 
 
-def _implicit_force_jvp(formulation, primals, tangents):
-    G, g, mu, R, active, force, tol, B = primals
+def _implicit_force_jvp(formulation, layout, primals, tangents):
+    G, g, mu, R, active, force, tol, B, bound = primals
     dG, dg, dmu, dR = tangents[:4]
-    dB = tangents[7]
+    dB, dbound = tangents[7], tangents[8]
     dg, dmu, dR = instantiate_zeros((dg, dmu, dR), (g, mu, R))
+    if bound is not None and not is_symbolic_zero(dbound):
+        # a box slot's c_mu multiplies db (its μ is 0, so dμ carries nothing there)
+        n = mu.shape[0]
+        box = np.zeros(n, bool)
+        box[n - layout[1] - layout[0]: n - layout[1]] = True
+        dmu = jnp.where(jnp.asarray(box), dbound, dmu)
     # Re-enter the rule for λ*: an identity here, but when this JVP is itself differentiated
     # (jax.hessian, jacfwd of grad) λ* then carries its own implicit tangent, so the system
     # below is differentiated consistently (higher-order derivatives within a contact mode).
-    force = implicit_force(formulation, G, g, mu, R, active, force, tol, B)
+    force = implicit_force(formulation, layout, G, g, mu, R, active, force, tol, B, bound)
     n = mu.shape[0]
     A = G + jnp.diag(R)
     lam = force.reshape(3 * n)
     c_lam, c_sig, c_mu, modes = mode_equations(implicit_formulation(formulation), A, g, mu, active,
-                                               force, tol)
+                                               force, tol, layout,
+                                               jnp.zeros_like(mu) if bound is None else bound)
     # dA λ + dg  (seed 004 eq. 12: the contact velocity's variation at fixed λ*)
     use_factor = B is not None and not is_symbolic_zero(dB)
     if use_factor:

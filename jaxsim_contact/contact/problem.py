@@ -88,10 +88,23 @@ class ContactProblem(eqx.Module):
       compliance: ``None`` (rigid), a scalar, ``(n,)`` per contact (applied to the three rows of the
         contact) or ``(3n,)`` per row; values ``≥ 0``. Stored as ``(3n,)``.
       active: ``None`` (all active) or ``(n,)`` bool; inactive contacts behave as ``λ = 0``.
-      num_frictionless: static count ``n_f`` of trailing contacts that are frictionless unilateral
-        rows (joint limits): their ``friction`` is set to 0, so only their normal row can carry
-        force, and a solver may drop their tangent rows (:class:`~jaxsim_contact.contact.PrimalNewton`
-        does: ``3(n − n_f) + n_f`` rows instead of ``3n``). ``0 ≤ n_f ≤ n``; default 0.
+      num_frictionless: static count ``n_f`` of frictionless unilateral slots (joint limits) that
+        follow the cone slots: their ``friction`` is set to 0, so only their normal row can carry
+        force, ``λ_N ≥ 0``, and a solver may drop their tangent rows
+        (:class:`~jaxsim_contact.contact.PrimalNewton` does: ``3(n − n_f) + n_f`` rows instead of
+        ``3n``). Default 0.
+      num_box: static count ``n_b`` of box slots after those (dry friction, MuJoCo's
+        ``frictionloss``): the normal row carries ``|λ_N| ≤ b`` with ``b`` the slot's ``bound``, a
+        variational inequality (``|λ| < b ⇒ σ = 0``; ``λ = b ⇒ σ ≤ 0``; ``λ = −b ⇒ σ ≥ 0``: the
+        force opposes the motion), the tangent rows carry no force. Default 0.
+      num_bilateral: static count ``n_e`` of bilateral slots at the end (equality constraints):
+        all three rows carry a force of any sign and ``σ = 0`` (rows a constraint leaves unused
+        have zero Jacobian rows, so their force is 0). Default 0.
+        The slots are laid out ``[cones | unilateral | box | bilateral]``; ``0 ≤ n_f + n_b + n_e
+        ≤ n``. Only :class:`~jaxsim_contact.contact.ADMM` (and the implicit and unrolled
+        derivatives) solves problems with box or bilateral slots.
+      bound: ``None`` or ``(n,)`` force bounds ``b ≥ 0`` of the box slots (N in force units);
+        ignored elsewhere. Stored as ``(n,)``, zero by default.
       delassus_factor: ``None`` or a ``(3n, k)`` factor ``B`` with ``G = B Bᵀ`` (for a multibody,
         ``B = J L⁻ᵀ`` with ``L Lᵀ = M``, so ``k = nv``). Optional extra information: solvers that
         can exploit a low rank ``k < 3n`` (ADMM's Cholesky variant, through the Woodbury
@@ -100,7 +113,7 @@ class ContactProblem(eqx.Module):
         the other solvers use ``G``; the implicit derivative reads ``G``'s variation from ``B``
         when ``B`` carries a tangent (``dG λ = dB Bᵀλ + B dBᵀλ``, no ``(3n, 3n)`` tangent per direction).
 
-    All fields but ``num_frictionless`` are dynamic arrays. When the values are concrete (not
+    All fields but ``num_frictionless``, ``num_box`` and ``num_bilateral`` are dynamic arrays. When the values are concrete (not
     traced), construction raises ``ValueError`` naming the offending value for mismatched shapes,
     a non-finite or non-symmetric Delassus matrix, non-finite free velocity, negative friction or
     negative compliance (and, always, for ``num_frictionless`` out of range). In traced
@@ -114,10 +127,14 @@ class ContactProblem(eqx.Module):
     compliance: jax.Array
     active: jax.Array
     delassus_factor: jax.Array | None
+    bound: jax.Array
     num_frictionless: int = eqx.field(static=True)
+    num_box: int = eqx.field(static=True)
+    num_bilateral: int = eqx.field(static=True)
 
     def __init__(self, delassus, free_velocity, friction, compliance=None, active=None,
-                 delassus_factor=None, num_frictionless: int = 0):
+                 delassus_factor=None, num_frictionless: int = 0, num_box: int = 0,
+                 num_bilateral: int = 0, bound=None):
         delassus = jnp.asarray(delassus)
         free_velocity = jnp.asarray(free_velocity)
         friction = jnp.asarray(friction)
@@ -136,12 +153,26 @@ class ContactProblem(eqx.Module):
             )
         if friction.shape != (n,):
             raise ValueError(f"friction must have shape ({n},) (one per contact), got {friction.shape}")
-        num_frictionless = int(num_frictionless)
-        if not 0 <= num_frictionless <= n:
-            raise ValueError(f"num_frictionless must be in [0, {n}] (the number of contacts), "
-                             f"got {num_frictionless}")
-        if num_frictionless:
-            friction = friction.at[n - num_frictionless:].set(0)
+        num_frictionless, num_box, num_bilateral = int(num_frictionless), int(num_box), int(num_bilateral)
+        counts = dict(num_frictionless=num_frictionless, num_box=num_box, num_bilateral=num_bilateral)
+        for name, count in counts.items():
+            if count < 0:
+                raise ValueError(f"{name} must be >= 0, got {count}")
+        if sum(counts.values()) > n:
+            raise ValueError(f"num_frictionless + num_box + num_bilateral must be at most {n} (the "
+                             f"number of contacts), got {counts}")
+        num_cones = n - sum(counts.values())
+        if num_cones < n:
+            friction = friction.at[num_cones:].set(0)
+        if bound is None:
+            bound = jnp.zeros((n,), dtype)
+        else:
+            bound = jnp.asarray(bound, dtype)
+            if bound.shape != (n,):
+                raise ValueError(f"bound must have shape ({n},), got {bound.shape}")
+            if _is_concrete(bound) and not np.all(np.isfinite(np.asarray(bound)) & (np.asarray(bound) >= 0)):
+                i = int(np.argwhere(~(np.isfinite(np.asarray(bound)) & (np.asarray(bound) >= 0)))[0, 0])
+                raise ValueError(f"bound must be finite and >= 0: bound[{i}] = {np.asarray(bound)[i]}")
         if compliance is None:
             compliance = jnp.zeros((m,), dtype)
         else:
@@ -177,7 +208,10 @@ class ContactProblem(eqx.Module):
         self.compliance = compliance.astype(dtype)
         self.active = active
         self.delassus_factor = None if delassus_factor is None else delassus_factor.astype(dtype)
+        self.bound = bound.astype(dtype)
         self.num_frictionless = num_frictionless
+        self.num_box = num_box
+        self.num_bilateral = num_bilateral
 
     @staticmethod
     def _validate_factor(G, B):
@@ -220,6 +254,37 @@ class ContactProblem(eqx.Module):
         return self.friction.shape[-1]
 
     @property
+    def num_cones(self) -> int:
+        """Number of leading cone slots (``n − n_f − n_b − n_e``); static."""
+        return self.num_contacts - self.num_frictionless - self.num_box - self.num_bilateral
+
+    @property
+    def has_box_or_bilateral(self) -> bool:
+        """Static: some slot is a box or a bilateral slot (module docstring of the class)."""
+        return bool(self.num_box or self.num_bilateral)
+
+    def slot_masks(self) -> tuple[np.ndarray, np.ndarray]:
+        """Static ``(box, bilateral)`` ``(n,)`` numpy bool masks of the slot layout."""
+        n = self.num_contacts
+        index = np.arange(n)
+        bilateral_start = n - self.num_bilateral
+        box = (index >= bilateral_start - self.num_box) & (index < bilateral_start)
+        return box, index >= bilateral_start
+
+    def project(self, x: jax.Array) -> jax.Array:
+        """``(n, 3)`` projection of ``x`` ``(n, 3)`` onto the problem's force set, slot by slot:
+        the Coulomb cone (:func:`project_cone`; the half-line ``λ_N ≥ 0`` of a frictionless slot),
+        the box ``(0, 0, clip(x_N, −b, b))`` of a box slot, the identity on a bilateral slot."""
+        projected = project_cone(x, self.friction)
+        if not self.has_box_or_bilateral:
+            return projected
+        box, bilateral = self.slot_masks()
+        clipped = jnp.clip(x[:, 2], -self.bound, self.bound)
+        boxed = jnp.stack([jnp.zeros_like(clipped), jnp.zeros_like(clipped), clipped], axis=-1)
+        projected = jnp.where(jnp.asarray(box)[:, None], boxed, projected)
+        return jnp.where(jnp.asarray(bilateral)[:, None], x, projected)
+
+    @property
     def compliant_delassus(self) -> jax.Array:
         """``(3n, 3n)`` matrix ``G + diag(R)`` used by every solver and criterion."""
         return self.delassus + jnp.diag(self.compliance)
@@ -252,6 +317,7 @@ class ContactProblem(eqx.Module):
             & jnp.all(jnp.isfinite(self.free_velocity))
             & jnp.all(jnp.isfinite(self.friction))
             & jnp.all(jnp.isfinite(self.compliance))
+            & jnp.all(jnp.isfinite(self.bound))
         )
 
 
@@ -430,11 +496,35 @@ def contact_residuals(
         primal = safe_norm(force - project_cone(force, mu))
         dual = safe_norm(project_cone(-s, mu))
         comp = jnp.abs(jnp.sum(force * s, axis=-1))
+    if problem.has_box_or_bilateral:
+        primal, dual, comp = _box_and_bilateral_residuals(problem, force, sigma, primal, dual, comp)
     act = problem.active
     zero = jnp.zeros_like(primal)
     return Residuals(
         jnp.where(act, primal, zero), jnp.where(act, dual, zero), jnp.where(act, comp, zero)
     )
+
+
+def _box_and_bilateral_residuals(problem, force, sigma, primal, dual, comp):
+    """The criteria of box and bilateral slots in place of the cone's (any formulation).
+
+    Bilateral: ``ε_p = 0``, ``ε_d = ‖σ‖``, ``ε_c = 0``. Box (normal row, bound ``b``): primal
+    ``max(|λ| − b, 0)`` plus the tangent force; dual ``max(sign(λ) σ, 0)`` (``|σ|`` at ``λ = 0``:
+    the force may not push along the motion); complementarity ``max(b − |λ|, 0) |σ|`` (a force
+    inside the box means no motion) — all zero exactly at the solution of the variational
+    inequality.
+    """
+    box, bilateral = (jnp.asarray(m) for m in problem.slot_masks())
+    lam_n, sigma_n = force[:, 2], sigma[:, 2]
+    box_primal = jnp.maximum(jnp.abs(lam_n) - problem.bound, 0.0) + safe_norm(force[:, :2])
+    box_dual = jnp.where(lam_n > 0, jnp.maximum(sigma_n, 0.0),
+                         jnp.where(lam_n < 0, jnp.maximum(-sigma_n, 0.0), jnp.abs(sigma_n)))
+    box_comp = jnp.maximum(problem.bound - jnp.abs(lam_n), 0.0) * jnp.abs(sigma_n)
+    zero = jnp.zeros_like(primal)
+    primal = jnp.where(bilateral, zero, jnp.where(box, box_primal, primal))
+    dual = jnp.where(bilateral, safe_norm(sigma), jnp.where(box, box_dual, dual))
+    comp = jnp.where(bilateral, zero, jnp.where(box, box_comp, comp))
+    return primal, dual, comp
 
 
 def residuals(problem: ContactProblem, force: jax.Array, formulation: str = "ncp",
@@ -523,6 +613,7 @@ def sanitize_problem(problem: ContactProblem) -> tuple[ContactProblem, jax.Array
     g = jnp.where(rows, problem.free_velocity, 0.0)
     R = jnp.where(rows, problem.compliance, 0.0)
     mu = jnp.where(problem.active, problem.friction, 0.0)
+    bound = jnp.where(problem.active & finite, problem.bound, 0.0)
     G = jnp.where(finite, G, eye)
     g = jnp.where(finite, g, 0.0)
     R = jnp.where(finite, R, 0.0)
@@ -530,8 +621,8 @@ def sanitize_problem(problem: ContactProblem) -> tuple[ContactProblem, jax.Array
     # a non-finite problem has no active contact (its safe G is the identity, B is zero)
     active = problem.active & finite
     safe = eqx.tree_at(
-        lambda p: (p.delassus, p.free_velocity, p.compliance, p.friction, p.active), problem,
-        (G, g, R, mu, active)
+        lambda p: (p.delassus, p.free_velocity, p.compliance, p.friction, p.active, p.bound),
+        problem, (G, g, R, mu, active, bound)
     )
     if problem.delassus_factor is not None:
         # G_safe = B_s B_sᵀ + diag(1 − rows): inactive rows of B vanish, and the identity blocks

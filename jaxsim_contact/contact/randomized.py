@@ -225,7 +225,7 @@ def _randomized_force_jvp(primals, tangents):
     def implicit_tangent(g_j, lam_j):
         # the exact implicit derivative of the solution map at the perturbed problem θ_j
         rule = lambda G_, g_, mu_, R_: implicit_force(  # noqa: E731
-            formulation, G_, g_, mu_, R_, active, lam_j, tolerance, None)
+            formulation, (0, 0), G_, g_, mu_, R_, active, lam_j, tolerance, None)
         return jax.jvp(rule, (G, g_j, mu, R), (dG, dg, dmu, dR))[1]
 
     g_samples = problem.free_velocity[None, :] + perturbations

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import jax
 
+from .admm import ADMM
 from .defaults import unrolled_solver
 from .gradients import checked_solver, solution
 from .loop import initial_state, iterate
@@ -77,8 +78,14 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
     Returns:
       :class:`ContactSolution`. jit- and vmap-compatible; never NaN: non-finite problems give
       zero force, zero derivatives and ``converged=False``.
+    Raises:
+      NotImplementedError: the problem has box or bilateral slots (``num_box``,
+        ``num_bilateral``) and the solver is not :class:`~jaxsim_contact.contact.ADMM` or the
+        gradient is a smoothed rule.
     """
     solver = checked_solver(solver, gradient)
+    if problem.has_box_or_bilateral:
+        _check_box_and_bilateral_support(solver, gradient)
     unrolled = gradient == "unrolled"
     safe, finite = sanitize_problem(problem)
     if unrolled:
@@ -91,3 +98,18 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
     state0, crit0 = initial_state(problem, loop_safe, loop_solver, loop_warm, loop_primal)
     loop_result = iterate(loop_solver, loop_safe, state0, crit0, unrolled)
     return solution(problem, safe, finite, solver, loop_solver, gradient, *loop_result)
+
+
+def _check_box_and_bilateral_support(solver: ContactSolver, gradient) -> None:
+    """Box (dry friction) and bilateral (equality) slots are solved by ADMM, differentiated by the
+    implicit or the unrolled rule; anything else raises by name instead of solving another
+    problem."""
+    if not isinstance(solver, ADMM):
+        raise NotImplementedError(
+            f"{type(solver).__name__} does not solve box (frictionloss) or bilateral (equality "
+            "constraint) rows yet; this model has some: use jc.contact.ADMM (the default step "
+            "solver), e.g. model.replace_options(solver=jc.contact.ADMM())")
+    if not isinstance(gradient, str):
+        raise NotImplementedError(
+            f"the {type(gradient).__name__} gradient rule does not cover box (frictionloss) or "
+            "bilateral (equality constraint) rows yet; use gradient='implicit' or 'unrolled'")
