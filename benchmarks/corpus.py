@@ -14,7 +14,7 @@ Corpus (every file is found through the installed packages, never through a fixe
   (``jaxsim_contact.io.urdf.default_package_dirs()``), with a floor plane added
   (``friction="1 0.005 0.0001"``, as ``_scenes.robot``) and **no** excluded body pairs (the
   robots' self-contacts as MuJoCo has them); equality constraints are kept
-  (``ignore_equality=False``), so mimic joints show up as failures. Floating base rule: every
+  (``ignore_equality=False``): mimic joints are simulated as joint equalities. Floating base rule: every
   robot gets a free joint (legged, humanoid, wheeled, flying) except the arms, hands and fixed
   pendula named in :data:`FIXED_BASE` (a folder or file name matched against the path).
 
@@ -398,8 +398,9 @@ def root_height_index(mj) -> int | None:
 
 
 def error_names(bits: int) -> list[str]:
-    names = ("NON_FINITE_STATE", "SOLVER_NOT_CONVERGED", "CONTACT_BUDGET_OVERFLOW", "INVALID_CONTROL")
-    return [n for n in names if bits & getattr(jc.ErrorFlag, n)]
+    names = ("NON_FINITE_STATE", "SOLVER_NOT_CONVERGED", "CONTACT_BUDGET_OVERFLOW", "INVALID_CONTROL",
+             "EQUALITY_NOT_SATISFIED")
+    return [n for n in names if bits & getattr(jc.ErrorFlag, n, 0)]
 
 
 def run_ours(model, q0: np.ndarray, steps: int, root: int | None) -> dict:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import typing
 from typing import Any
 
 import equinox as eqx
@@ -33,7 +34,8 @@ from .contact.relaxed import RelaxedComplementarity
 from .contact.solver import ContactSolver
 from .types import Choice, GeomType, JointType
 
-__all__ = ["KinematicTree", "Options", "Integrator", "Model", "State", "ContactData", "ErrorFlag"]
+__all__ = ["KinematicTree", "Options", "Integrator", "Model", "State", "ContactData", "ErrorFlag",
+           "Tendons", "TendonPathElement", "WrapKind", "Equalities", "EqualityKind"]
 
 
 @dataclasses.dataclass(frozen=True, eq=True)
@@ -229,6 +231,17 @@ class Options(eqx.Module):
         relative floor). ``R > 0``: a soft limit, as MuJoCo's default ``solref`` for limits; a
         joint held against its limit by a torque ``τ`` settles ``R τ Δt² / β`` past it (``β`` =
         ``baumgarte``). Like ``tangential_compliance`` it conditions the primal Newton solver.
+      frictionloss_compliance: ``R ≥ 0`` on dry-friction rows (joint and tendon
+        ``frictionloss``), in (units of the row's acceleration) per (N or N·m). 0 (default): a
+        joint under a torque below its frictionloss does not creep.
+      equality_compliance: ``R ≥ 0`` on equality-constraint rows (connect, weld, joint, tendon
+        equalities); 0 (default): hard.
+      equality_correction: fraction ``β_eq ∈ [0, 1]`` of an equality's position error removed per
+        step (the rows' reference velocity is ``−β_eq e / Δt``); 1 (default): the violation left
+        after a step is the second-order drift of that step alone, it does not accumulate.
+      equality_tolerance: residual (m or rad; default 1e-6) of the equality constraints' position
+        projection above which ``ErrorFlag.EQUALITY_NOT_SATISFIED`` is set (incompatible
+        constraints: the projection returns their least-squares compromise).
       value_limit: magnitude (SI units of each entry; default 1e10) above which an entry of ``q``,
         ``v`` or ``ctrl`` counts as diverged, like a NaN or an infinity: :func:`jaxsim_contact.step`
         then flags and freezes the environment (see :class:`ErrorFlag`). No physical state comes
@@ -244,6 +257,9 @@ class Options(eqx.Module):
         than slots sets ``ErrorFlag.CONTACT_BUDGET_OVERFLOW`` and keeps the deepest ones.
       enable_contacts, enable_joint_limits: switch the two constraint families off (MuJoCo's
         ``<flag contact="disable"/>`` and ``limit="disable"``).
+      project_equalities: after each step, move ``q`` by one mass-weighted Gauss–Newton step
+        onto the active equality constraints (:mod:`jaxsim_contact.dynamics.projection`), so that
+        their violation does not drift (default ``True``; ``False``: velocity-level rows only).
       gradient: how derivatives of the contact forces are computed when ``jax.grad`` /
         ``jax.jacfwd`` / ``jax.jvp`` / ``jax.vjp`` go through :func:`jaxsim_contact.step` or
         :func:`jaxsim_contact.rollout` (passed to :func:`jaxsim_contact.contact.solve`; the
@@ -298,12 +314,17 @@ class Options(eqx.Module):
     compliance: jax.Array = _numeric(0.0, low=0.0)
     tangential_compliance: jax.Array = _numeric(0.0, low=0.0)
     limit_compliance: jax.Array = _numeric(0.0, low=0.0)
+    frictionloss_compliance: jax.Array = _numeric(0.0, low=0.0)
+    equality_compliance: jax.Array = _numeric(0.0, low=0.0)
+    equality_correction: jax.Array = _numeric(1.0, low=0.0, high=1.0)
+    equality_tolerance: jax.Array = _numeric(1e-6, low=0.0, strict=True)
     value_limit: jax.Array = _numeric(1e10, low=0.0, strict=True)
     solver: ContactSolver = eqx.field(default_factory=default_step_solver)
     integrator: Integrator = eqx.field(static=True, default=Integrator.EULER)
     contact_budget: int | None = eqx.field(static=True, default=None)
     enable_contacts: bool = eqx.field(static=True, default=True)
     enable_joint_limits: bool = eqx.field(static=True, default=True)
+    project_equalities: bool = eqx.field(static=True, default=True)
     gradient: Gradient = eqx.field(static=True, default=Gradient.IMPLICIT)
     gradient_smoothing: Any = None
 
@@ -376,6 +397,139 @@ class Options(eqx.Module):
                 raise ValueError(f"Options.{name} must be finite and {bounds}, got {arr.tolist()}")
 
 
+class WrapKind(Choice):
+    """What one element of a tendon's path is (MuJoCo ``mjtWrap``; MuJoCo XML Reference
+    ``<tendon>``): a joint of a fixed tendon, a site or a pulley of a spatial tendon, or a sphere /
+    cylinder geom the path wraps around."""
+
+    JOINT = "joint"
+    SITE = "site"
+    PULLEY = "pulley"
+    SPHERE = "sphere"
+    CYLINDER = "cylinder"
+
+
+class TendonPathElement(typing.NamedTuple):
+    """One element of a tendon path (static): its :class:`WrapKind`, the index of the joint, site
+    or geom it refers to (``-1`` for a pulley, which refers to nothing), and the side site of a
+    wrapping geom (``None``: no side site)."""
+
+    kind: WrapKind
+    target: int
+    side_site: int | None = None
+
+
+class Tendons(eqx.Module):
+    """Tendons of a model (MuJoCo Computation chapter "Tendons"; XML Reference ``<tendon>``).
+
+    A *fixed* tendon's length is a linear combination of joint positions, ``Σ coef_k q_k``; a
+    *spatial* tendon's is the length of a path through sites that may wrap around spheres and
+    cylinders and branch at pulleys (each branch after a pulley is divided by its divisor).
+    ``ntendon`` tendons, ``nwrap`` path elements in all.
+
+    Dynamic (``jax.Array``, differentiable, never recompile):
+      stiffness, damping ``(ntendon,)``: spring stiffness (N/m) and damping (N·s/m) along the
+        tendon; the spring acts only outside ``length_spring`` ``(ntendon, 2)`` (m; a dead band,
+        one length when both entries are equal).
+      range ``(ntendon, 2)``: length limits (m) of ``limited`` tendons (unilateral rows).
+      wrap_coef ``(nwrap,)``: the coefficient of a fixed tendon's joint, the divisor of a pulley,
+        0 otherwise (MuJoCo ``wrap_prm``).
+      actuator_force_range ``(ntendon, 2)``: range of the summed force of the actuators driving
+        the tendon, where ``actuator_force_limited`` (MuJoCo ``actuatorfrcrange``), N.
+      frictionloss ``(ntendon,)``: dry friction along the tendon (N), a box row for each tendon
+        of ``frictionloss_tendons``.
+      length0 ``(ntendon,)``: lengths at ``qpos0`` (m; the reference of tendon equalities).
+    Static:
+      names, limited, actuator_force_limited, frictionloss_tendons (the tendons with
+      ``frictionloss > 0`` when the model was built), path (per tendon a tuple of
+      :class:`TendonPathElement`). Sites are the model's (``Model.site_pos``, ``site_body``).
+    """
+
+    stiffness: jax.Array
+    damping: jax.Array
+    length_spring: jax.Array
+    range: jax.Array
+    wrap_coef: jax.Array
+    actuator_force_range: jax.Array
+    frictionloss: jax.Array
+    length0: jax.Array
+    names: tuple[str, ...] = eqx.field(static=True)
+    limited: tuple[bool, ...] = eqx.field(static=True)
+    actuator_force_limited: tuple[bool, ...] = eqx.field(static=True)
+    frictionloss_tendons: tuple[int, ...] = eqx.field(static=True)
+    path: tuple[tuple[TendonPathElement, ...], ...] = eqx.field(static=True)
+
+    @property
+    def ntendon(self) -> int:
+        return len(self.names)
+
+    def is_fixed(self, tendon: int) -> bool:
+        """True when ``tendon`` is a fixed (joint) tendon."""
+        path = self.path[tendon]
+        return bool(path) and path[0].kind is WrapKind.JOINT
+
+    def wrap_address(self, tendon: int) -> int:
+        """Index of ``tendon``'s first path element in ``wrap_coef``."""
+        return sum(len(p) for p in self.path[:tendon])
+
+    @classmethod
+    def empty(cls, dtype=jnp.float64) -> "Tendons":
+        """No tendon."""
+        zeros = lambda *shape: jnp.zeros(shape, dtype)  # noqa: E731
+        return cls(stiffness=zeros(0), damping=zeros(0), length_spring=zeros(0, 2),
+                   range=zeros(0, 2), wrap_coef=zeros(0),
+                   actuator_force_range=zeros(0, 2), frictionloss=zeros(0), length0=zeros(0),
+                   names=(), limited=(),
+                   actuator_force_limited=(), frictionloss_tendons=(), path=())
+
+
+class EqualityKind(Choice):
+    """An equality constraint's kind (MuJoCo ``mjtEq``; XML Reference ``<equality>``)."""
+
+    CONNECT = "connect"
+    WELD = "weld"
+    JOINT = "joint"
+    TENDON = "tendon"
+
+
+class Equalities(eqx.Module):
+    """Equality constraints of a model (MuJoCo Computation chapter "Equality", XML Reference
+    ``<equality>``), hard bilateral rows of the constraint stage
+    (:mod:`jaxsim_contact.constraints.equality_rows`). ``neq`` constraints.
+
+    Dynamic:
+      data ``(neq, 11)``: MuJoCo's ``eq_data``. connect: the anchor in object 1's frame and in
+        object 2's (m); weld: the anchor on object 2 (m), object 2's position in object 1's frame
+        (m), the relative orientation quaternion and the torque scale; joint / tendon: the
+        coefficients ``c0..c4`` of ``x1 − x1_ref = Σ c_k (x2 − x2_ref)^k``.
+      active ``(neq,)`` bool: which constraints hold (MuJoCo ``eq_active``); switch them at run
+        time with ``eqx.tree_at(lambda m: m.equalities.active, model, new_mask)`` — a dynamic
+        mask, no recompilation.
+    Static:
+      names, kind (:class:`EqualityKind`), object1, object2: the bodies (world: 0), sites,
+      joints or tendons constrained (``object2`` ``None`` for a joint / tendon constraint on one
+      object), on_sites: connect / weld between two sites instead of two bodies.
+    """
+
+    data: jax.Array
+    active: jax.Array
+    names: tuple[str, ...] = eqx.field(static=True)
+    kind: tuple[EqualityKind, ...] = eqx.field(static=True)
+    object1: tuple[int, ...] = eqx.field(static=True)
+    object2: tuple[int | None, ...] = eqx.field(static=True)
+    on_sites: tuple[bool, ...] = eqx.field(static=True)
+
+    @property
+    def neq(self) -> int:
+        return len(self.kind)
+
+    @classmethod
+    def empty(cls, dtype=jnp.float64) -> "Equalities":
+        """No equality constraint."""
+        return cls(data=jnp.zeros((0, 11), dtype), active=jnp.zeros((0,), bool), names=(),
+                   kind=(), object1=(), object2=(), on_sites=())
+
+
 class Model(eqx.Module):
     """A multibody scene: kinematic tree, inertias, joints, actuators, geoms, options.
 
@@ -393,17 +547,26 @@ class Model(eqx.Module):
       joint_stiffness ``(njnt,)``; qpos0 ``(nq,)`` reference configuration (hinge/slide angles are
       measured from it); qpos_spring ``(nq,)`` spring rest configuration.
     Dofs:
-      dof_armature, dof_damping, dof_frictionloss ``(nv,)`` (frictionloss is stored for the
-      constraint stage and not applied by the contact-free dynamics).
-    Actuators (MuJoCo ``general`` with fixed gain, affine bias, joint transmission):
+      dof_armature, dof_damping, dof_frictionloss ``(nv,)``; dry friction is a box row of the
+      constraint stage for each dof of the static ``frictionloss_dofs`` (those with
+      ``frictionloss > 0`` when the model was built; :mod:`jaxsim_contact.constraints.friction_rows`).
+    Actuators (MuJoCo ``general`` with fixed gain, affine bias, joint or tendon transmission):
       force = gain·ctrl + bias[0] + bias[1]·length + bias[2]·velocity, with
-      length = gear·q_joint and velocity = gear·v_joint; generalised force = gear·force.
+      length = gear·q_joint and velocity = gear·v_joint (joint), or gear times the tendon's
+      length and velocity (tendon); generalised force = gear·force on the joint's dof, or
+      gear·force·J_tendon. ``actuator_target`` (static) is the joint or, where
+      ``actuator_on_tendon``, the tendon.
       actuator_gain ``(nu,)``, actuator_bias ``(nu, 3)``, actuator_gear ``(nu,)``,
       actuator_ctrl_range / actuator_force_range ``(nu, 2)``.
+    Tendons: ``tendons`` (:class:`Tendons`; empty when the model has none).
+    Equality constraints: ``equalities`` (:class:`Equalities`; empty when none).
     Geoms (stored for collision; MuJoCo conventions for ``size``):
       geom_size ``(ngeom, 3)``, geom_pos ``(ngeom, 3)``, geom_quat ``(ngeom, 4)`` in the body
       frame, geom_friction ``(ngeom, 3)`` (sliding, torsional, rolling), geom_margin ``(ngeom,)``,
       mesh_vertices: tuple of ``(nvert_i, 3)`` arrays in the mesh frame used by the geom pose.
+    Sites (points and frames on bodies: tendon paths, equality constraints):
+      site_pos ``(nsite, 3)``, site_quat ``(nsite, 4)`` in the body frame; site_body, site_names
+      (static).
     """
 
     tree: KinematicTree = eqx.field(static=True)
@@ -438,15 +601,20 @@ class Model(eqx.Module):
     geom_friction: jax.Array
     geom_margin: jax.Array
     mesh_vertices: tuple[jax.Array, ...]
+    site_pos: jax.Array
+    site_quat: jax.Array
 
     options: Options
+    tendons: Tendons
+    equalities: Equalities
 
     # --- static: names, joint limits flags, actuator wiring, geom structure -------------------
     body_names: tuple[str, ...] = eqx.field(static=True)
     joint_names: tuple[str, ...] = eqx.field(static=True)
     joint_limited: tuple[bool, ...] = eqx.field(static=True)
     actuator_names: tuple[str, ...] = eqx.field(static=True)
-    actuator_joint: tuple[int, ...] = eqx.field(static=True)
+    actuator_target: tuple[int, ...] = eqx.field(static=True)
+    actuator_on_tendon: tuple[bool, ...] = eqx.field(static=True)
     actuator_ctrl_limited: tuple[bool, ...] = eqx.field(static=True)
     actuator_force_limited: tuple[bool, ...] = eqx.field(static=True)
     geom_names: tuple[str, ...] = eqx.field(static=True)
@@ -455,6 +623,8 @@ class Model(eqx.Module):
     geom_contype: tuple[int, ...] = eqx.field(static=True)
     geom_conaffinity: tuple[int, ...] = eqx.field(static=True)
     geom_mesh: tuple[int, ...] = eqx.field(static=True)
+    site_body: tuple[int, ...] = eqx.field(static=True)
+    site_names: tuple[str, ...] = eqx.field(static=True)
     exclude_body_pairs: tuple[tuple[int, int], ...] = eqx.field(static=True)
     source: str = eqx.field(static=True, default="")
     #: explicit geom pairs (MuJoCo ``<contact><pair>``): candidates whatever their contype /
@@ -466,6 +636,8 @@ class Model(eqx.Module):
     #: static candidate collision pairs (:class:`jaxsim_contact.collision.CollisionStructure`),
     #: built at load time; ``None`` means "derive from the static geom fields when stepping"
     collision: Any = eqx.field(static=True, default=None)
+    #: dofs with a dry-friction row (``dof_frictionloss > 0`` when the model was built)
+    frictionloss_dofs: tuple[int, ...] = eqx.field(static=True, default=())
 
     # --- counts -----------------------------------------------------------------------------
     @property
@@ -486,7 +658,15 @@ class Model(eqx.Module):
 
     @property
     def nu(self) -> int:
-        return len(self.actuator_joint)
+        return len(self.actuator_target)
+
+    @property
+    def ntendon(self) -> int:
+        return self.tendons.ntendon
+
+    @property
+    def neq(self) -> int:
+        return self.equalities.neq
 
     @property
     def ngeom(self) -> int:
@@ -545,18 +725,22 @@ class ErrorFlag:
       that is what makes the bit single out a stuck environment).
     * ``CONTACT_BUDGET_OVERFLOW``: more active contacts than contact slots (deepest ones kept).
     * ``INVALID_CONTROL``: ``ctrl`` handed to the step is NaN, ±inf or beyond ``value_limit``.
+    * ``EQUALITY_NOT_SATISFIED``: the active equality constraints cannot all hold (e.g. two welds
+      of one body to different poses): the step's position projection left a least-squares
+      residual above ``Options.equality_tolerance``.
 
     The bits in ``FREEZE`` (non-finite state, invalid control) freeze the environment: from the
     step that sets one of them, :func:`jaxsim_contact.step` returns a held, finite state that
     carries no derivative (the last valid ``q, v`` of the environment, or ``qpos0`` at rest when
     the bad values came in with the state) until :func:`jaxsim_contact.reset_where` re-initialises
-    it. The other two bits are warnings: the environment keeps running.
+    it. The other bits are warnings: the environment keeps running.
     """
 
     NON_FINITE_STATE = 1
     SOLVER_NOT_CONVERGED = 2
     CONTACT_BUDGET_OVERFLOW = 4
     INVALID_CONTROL = 8
+    EQUALITY_NOT_SATISFIED = 16
     #: bits that freeze an environment until it is reset
     FREEZE = NON_FINITE_STATE | INVALID_CONTROL
 
@@ -571,12 +755,18 @@ def error_bit(raised: jax.Array, bit: int) -> jax.Array:
     return jnp.where(raised, jnp.int32(bit), jnp.int32(0))
 
 class ContactData(eqx.Module):
-    """Constraint data of the last step, per solver slot (contacts first, then joint limits).
+    """Constraint data of the last step, per solver slot: contacts, joint limits, tendon limits,
+    dry friction (frictionloss), equality constraints — in that order
+    (:data:`jaxsim_contact.constraints.PRODUCERS`).
 
-    ``nc`` is the static number of slots (``contact budget + number of limited joints``). Slots
-    with ``active = False`` carry zero force. Forces are in newtons (the problem is solved in
-    force units, seed 001 §II), in the contact frame ``(t1, t2, n)``; for joint-limit slots only
-    the normal component is used (N or N·m along the joint).
+    ``nc`` is the static number of slots (``contact budget + limited joints + limited tendons +
+    frictionloss dofs and tendons + equality slots`` — a weld has two). Slots with ``active =
+    False`` carry zero force. Forces are in newtons (the problem is solved in force units, seed
+    001 §II), in the slot's frame ``(t1, t2, n)``; limit and dry-friction slots use only the normal
+    component (N or N·m along the joint or tendon), equality slots all three (world axes of a
+    connect or weld, the normal row of a joint or tendon coupling). For those slots ``distance``
+    is the limit distance, 0 (dry friction) or minus the norm of the slot's position error
+    (equalities).
 
     Attributes:
       key: ``(nc,)`` int32 identity of the candidate that filled the slot (stable over steps; used

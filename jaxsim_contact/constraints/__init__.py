@@ -1,7 +1,8 @@
 """Constraint rows of a step and their solve (DESIGN §2 stages 4–5).
 
 One producer module per constraint kind yields a typed row block (:mod:`.rows`): contacts
-(:mod:`.contact_rows`, cone slots) and joint limits (:mod:`.limit_rows`, unilateral slots). The
+(:mod:`.contact_rows`, cone slots), joint limits (:mod:`.limit_rows`, unilateral slots) and tendon
+limits (:mod:`.tendon_limit_rows`, unilateral slots). The
 assembler (:mod:`.assembler`) stacks the blocks into one contact problem and splits the solved
 force back per block; :func:`contact_stage` (:mod:`.stage`) runs rows → problem → solve →
 constrained velocity inside ``jc.step``.
@@ -11,6 +12,7 @@ from .assembler import PRODUCERS, num_constraint_slots, split_forces
 from .contact_rows import ContactRows, contact_slots, default_contact_budget
 from .limit_rows import LimitRows, limited_joints
 from .rows import RowBlock, RowKind
+from .tendon_limit_rows import TendonLimitRows, limited_tendons
 from .stage import contact_stage, initial_contact_data
 
 __all__ = [
@@ -20,10 +22,12 @@ __all__ = [
     "initial_contact_data",
     "num_constraint_slots",
     "limited_joints",
+    "limited_tendons",
     "PRODUCERS",
     "RowBlock",
     "RowKind",
     "ContactRows",
     "LimitRows",
+    "TendonLimitRows",
     "split_forces",
 ]

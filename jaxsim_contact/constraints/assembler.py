@@ -1,9 +1,9 @@
 """The assembler: every producer's row block stacked into one contact problem, and the solved force
 split back per block (DESIGN §2 stages 4–5; MuJoCo's ``efc_*`` row space).
 
-:data:`PRODUCERS` lists the constraint kinds in slot order — cone kinds first, frictionless
-unilateral kinds last, as :class:`~jaxsim_contact.contact.ContactProblem`'s
-``num_frictionless`` requires. Adding a constraint kind is one producer module (a
+:data:`PRODUCERS` lists the constraint kinds in slot order — cones, unilateral, box, bilateral
+(:data:`~.rows.KIND_ORDER`), as :class:`~jaxsim_contact.contact.ContactProblem`'s slot layout
+requires. Adding a constraint kind is one producer module (a
 :class:`~.rows.RowBlock` subclass, a ``slots(model)`` count, an ``in_reach`` test and a ``rows``
 function) and one line here.
 
@@ -28,8 +28,8 @@ import numpy as np
 
 from ..contact import ContactProblem
 from ..model import Model, Options, State
-from . import contact_rows, limit_rows
-from .rows import RowBlock, RowKind, SlotGeometry
+from . import contact_rows, equality_rows, friction_rows, limit_rows, tendon_limit_rows
+from .rows import KIND_ORDER, RowBlock, RowKind, SlotGeometry
 
 __all__ = ["PRODUCERS", "Producer", "num_constraint_slots", "constraint_rows", "any_row_in_reach",
            "stack", "contact_problem", "split_forces"]
@@ -56,6 +56,20 @@ PRODUCERS: tuple[Producer, ...] = (
                  model, state.q, state.v, dt, margin),
              lambda model, state, smooth, dt, margin, all_far: (
                  limit_rows.limit_rows(model, state.q, state.v, dt, margin), jnp.zeros((), bool))),
+    Producer("tendon_limits", lambda model: len(tendon_limit_rows.limited_tendons(model)),
+             lambda model, state, smooth, dt, margin: tendon_limit_rows.tendon_limits_in_reach(
+                 model, smooth, state.v, dt, margin),
+             lambda model, state, smooth, dt, margin, all_far: (
+                 tendon_limit_rows.tendon_limit_rows(model, smooth, state.v, dt, margin),
+                 jnp.zeros((), bool))),
+    Producer("friction", friction_rows.friction_slots,
+             lambda model, state, smooth, dt, margin: jnp.ones((), bool),
+             lambda model, state, smooth, dt, margin, all_far: (
+                 friction_rows.friction_rows(model, smooth), jnp.zeros((), bool))),
+    Producer("equalities", equality_rows.equality_slots,
+             lambda model, state, smooth, dt, margin: jnp.any(model.equalities.active),
+             lambda model, state, smooth, dt, margin, all_far: (
+                 equality_rows.equality_rows(model, state.q, smooth), jnp.zeros((), bool))),
 )
 
 
@@ -87,9 +101,9 @@ def constraint_rows(model: Model, state: State, smooth, dt: jax.Array, all_far: 
         block, block_overflow = producer.rows(model, state, smooth, dt, margin, all_far)
         blocks.append(block)
         overflow = overflow | block_overflow
-    kinds = [b.kind for b in blocks]
-    if RowKind.CONE in kinds[kinds.count(RowKind.CONE):]:
-        raise AssertionError("PRODUCERS must list cone kinds before frictionless ones")
+    order = [KIND_ORDER.index(b.kind) for b in blocks]
+    if order != sorted(order):
+        raise AssertionError(f"PRODUCERS must list their kinds in the order {KIND_ORDER}")
     return tuple(blocks), overflow
 
 
@@ -130,8 +144,8 @@ def contact_problem(model: Model, blocks, rows: SlotGeometry, smooth, velocity, 
     n = rows.distance.shape[0]
     velocities = jnp.concatenate(velocity_rows)
     c_free, c_now = velocities[:, 0].reshape(n, 3), velocities[:, 1].reshape(n, 3)
-    reference = _reference_velocity(blocks, model.options, rows.distance, c_now, dt)
-    g = (c_free.at[:, 2].add(-reference) / dt).reshape(3 * n)
+    reference = _row_references(blocks, model.options, rows.distance, c_now, dt)
+    g = ((c_free - reference) / dt).reshape(3 * n)
     # diag(B Bᵀ) from B itself: a solver that never reads G (PrimalNewton) never forms it
     block_diag = jnp.sum(B * B, axis=1).reshape(n, 3)
     normal_diag = block_diag[:, 2]
@@ -140,16 +154,37 @@ def contact_problem(model: Model, blocks, rows: SlotGeometry, smooth, velocity, 
     # rigid assembly) cannot be resolved by any normal force: a violated one makes the NCP
     # infeasible. Such rows are masked (λ = 0); their distance is still reported. The threshold
     # is relative to the slot's own block, so mass ratios between bodies never mask a real one.
+    # (A bilateral slot is never masked this way: its three rows are constraints of their own,
+    # and a row no dof can move only leaves the equality unsatisfied, which the solver reports.)
     degenerate = normal_diag <= 100.0 * jnp.finfo(B.dtype).eps * jnp.sum(block_diag, -1)
-    active = rows.active & ~degenerate
+    bilateral = np.concatenate([np.full(b.num_slots, b.kind is RowKind.BILATERAL) for b in blocks])
+    active = rows.active & ~(degenerate & ~jnp.asarray(bilateral))
     compliance = _compliance_rows(blocks, model.options, normal_diag)
-    frictionless = sum(b.num_slots for b in blocks if b.kind is RowKind.UNILATERAL)
+    count = lambda kind: sum(b.num_slots for b in blocks if b.kind is kind)  # noqa: E731
+    bound = jnp.concatenate([b.force_bound(B.dtype) for b in blocks])
     # G has rank ≤ nv: when nv < 3n the ADMM (Cholesky) solver factorises an nv × nv matrix
     # instead of 3n × 3n (Woodbury identity, see jc.contact.ADMM)
     factor = B if model.nv < 3 * n else None
     problem = ContactProblem(G, g, rows.friction, compliance=compliance, active=active,
-                             delassus_factor=factor, num_frictionless=frictionless)
+                             delassus_factor=factor, num_frictionless=count(RowKind.UNILATERAL),
+                             num_box=count(RowKind.BOX), num_bilateral=count(RowKind.BILATERAL),
+                             bound=bound)
     return problem, B
+
+
+def _row_references(blocks, options: Options, distance, c_now, dt):
+    """``(n, 3)`` reference velocity ``c*`` of every row: the normal rows' gap / push-out /
+    restitution rule (:func:`_reference_velocity`) and zero tangent rows, except for blocks that
+    give all three rows their own (``RowBlock.reference_velocity``: equality constraints)."""
+    normal = _reference_velocity(blocks, options, distance, c_now, dt)
+    reference = jnp.zeros_like(c_now).at[:, 2].set(normal)
+    start = 0
+    for block in blocks:
+        own = block.reference_velocity(options, dt)
+        if own is not None:
+            reference = reference.at[start:start + block.num_slots].set(own)
+        start += block.num_slots
+    return reference
 
 
 def _compliance_rows(blocks, options: Options, normal_diag) -> jax.Array:

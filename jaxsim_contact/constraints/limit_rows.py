@@ -21,9 +21,9 @@ from ..collision.narrowphase import KEY_STRIDE
 from ..collision.pairs import collision_structure
 from ..model import Model, Options
 from ..types import JointType
-from .rows import RowBlock, RowKind
+from .rows import NormalRowBlock, RowKind
 
-__all__ = ["LimitRows", "limit_rows", "limits_in_reach", "limited_joints", "limit_distances"]
+__all__ = ["LimitBlock", "LimitRows", "limit_rows", "limits_in_reach", "limited_joints", "limit_distances"]
 
 
 def limited_joints(model: Model) -> tuple[int, ...]:
@@ -59,12 +59,9 @@ def limit_distances(model: Model, q: jax.Array, joints: tuple[int, ...]):
     return distance, sign, dof
 
 
-class LimitRows(RowBlock):
-    """Joint-limit slots (:class:`~.rows.RowBlock`): ``sign`` ``(m,)`` (+1 lower, −1 upper limit)
-    and the static ``dof`` index of each slot."""
-
-    sign: jax.Array
-    dof: tuple[int, ...] = eqx.field(static=True)
+class LimitBlock(NormalRowBlock):
+    """What joint and tendon limits share: one unilateral normal row per slot, no restitution,
+    ``Options.limit_compliance`` and ``limit_correction_speed``."""
 
     kind: ClassVar[RowKind] = RowKind.UNILATERAL
     restitution: ClassVar[bool] = False
@@ -75,11 +72,13 @@ class LimitRows(RowBlock):
     def correction_speed(self, options: Options, dtype) -> jax.Array:
         return options.limit_correction_speed.astype(dtype)
 
-    def tangent_compliance(self, options: Options, normal_diag: jax.Array) -> jax.Array:
-        """``(m,)``: the normal row's own Delassus entry on the empty tangent rows — μ = 0 pins
-        their force to 0 anyway, and a unit-scale diagonal keeps ``G + R`` non-singular (ADMM's
-        ``(G + R + ρI)⁻¹`` bounded)."""
-        return jnp.maximum(normal_diag, jnp.finfo(normal_diag.dtype).tiny)
+
+class LimitRows(LimitBlock):
+    """Joint-limit slots (:class:`~.rows.RowBlock`): ``sign`` ``(m,)`` (+1 lower, −1 upper limit)
+    and the static ``dof`` index of each slot."""
+
+    sign: jax.Array
+    dof: tuple[int, ...] = eqx.field(static=True)
 
     def factor_and_velocity_rows(self, model, smooth, velocity):
         dof = np.asarray(self.dof, dtype=np.int64)
@@ -87,12 +86,7 @@ class LimitRows(RowBlock):
         row_sign = jnp.where(self.active, self.sign, 0.0)
         normal_rows = row_sign[:, None] * smooth.cholesky_inverse.T[dof]
         normal_velocity = row_sign[:, None] * both_velocities[dof]
-        tangent_rows = jnp.zeros_like(normal_rows)
-        tangent_velocity = jnp.zeros_like(normal_velocity)
-        m = self.num_slots
-        factor_rows = jnp.stack([tangent_rows, tangent_rows, normal_rows], 1).reshape(3 * m, -1)
-        velocity_rows = jnp.stack([tangent_velocity, tangent_velocity, normal_velocity], 1)
-        return factor_rows, velocity_rows.reshape(3 * m, 2)
+        return self.with_empty_tangent_rows(normal_rows, normal_velocity)
 
 
 def _window(model: Model, q, v, dt, margin, joints):

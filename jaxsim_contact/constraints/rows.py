@@ -6,7 +6,13 @@ A block holds ``m`` *slots* of three rows each, ``(t1, t2, n)`` — the contact 
 
 * ``CONE``: a Coulomb cone, ``λ ∈ K_μ`` (contacts);
 * ``UNILATERAL``: only the normal row is a constraint, ``λ_n ≥ 0``, tangent rows empty and
-  frictionless (joint limits; later tendon limits).
+  frictionless (joint and tendon limits);
+* ``BOX``: only the normal row carries force, ``|λ_n| ≤ b`` (dry friction: MuJoCo's
+  ``frictionloss``), tangent rows empty;
+* ``BILATERAL``: the three rows carry forces of any sign and hold ``J v⁺ = c*`` (equality
+  constraints; a constraint with fewer rows leaves the others empty).
+
+Kinds come in that order in the row space (``ContactProblem``'s slot layout).
 
 Each block carries its slots' geometry — signed distance along the normal row, the row frame,
 friction, a warm-start key, the geometric active mask and a world point — evaluated outside the
@@ -23,10 +29,11 @@ import enum
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 
 from ..model import Options
 
-__all__ = ["RowKind", "SlotGeometry", "RowBlock"]
+__all__ = ["RowKind", "KIND_ORDER", "SlotGeometry", "RowBlock", "NormalRowBlock"]
 
 
 class RowKind(enum.Enum):
@@ -34,6 +41,12 @@ class RowKind(enum.Enum):
 
     CONE = "cone"
     UNILATERAL = "unilateral"
+    BOX = "box"
+    BILATERAL = "bilateral"
+
+
+#: the order of the kinds in the row space
+KIND_ORDER = (RowKind.CONE, RowKind.UNILATERAL, RowKind.BOX, RowKind.BILATERAL)
 
 
 class SlotGeometry(eqx.Module):
@@ -77,8 +90,50 @@ class RowBlock(SlotGeometry):
         """Scalar cap on the Baumgarte push-out speed ``β δ / Δt`` of a violated slot, in the
         units of the row's velocity."""
 
+    def force_bound(self, dtype) -> jax.Array:
+        """``(m,)`` bound ``b`` of the normal force of ``BOX`` slots (N or N·m); 0 for the other
+        kinds (unused)."""
+        return jnp.zeros((self.num_slots,), dtype)
+
+    def reference_velocity(self, options: Options, dt: jax.Array):
+        """``None`` (the normal row's gap / push-out / restitution rule of the assembler) or an
+        ``(m, 3)`` reference velocity ``c*`` of all three rows (bilateral kinds: a Baumgarte
+        correction of the rows' position error)."""
+        del options, dt
+        return None
+
     @abc.abstractmethod
     def factor_and_velocity_rows(self, model, smooth, velocity: jax.Array):
         """``(B rows (3m, nv), velocity rows (3m, 2))``: the block's rows of ``B = J L⁻ᵀ`` and of
         ``J [v_f, v]``, with rows of inactive slots zero. ``smooth`` is the step's
         :class:`~jaxsim_contact.dynamics.SmoothDynamics`, ``velocity`` ``(nv,)`` the state's."""
+
+
+class NormalRowBlock(RowBlock):
+    """A :class:`RowBlock` whose slots carry one constraint row, the normal row, and empty tangent
+    rows (joint and tendon limits, dry friction)."""
+
+    def tangent_compliance(self, options: Options, normal_diag: jax.Array) -> jax.Array:
+        """``(m,)``: the normal row's own Delassus entry on the empty tangent rows — no force
+        can live there (μ = 0, or a box slot's pinned tangent rows), and a unit-scale diagonal
+        keeps ``G + R`` non-singular (ADMM's ``(G + R + ρI)⁻¹`` bounded)."""
+        return jnp.maximum(normal_diag, jnp.finfo(normal_diag.dtype).tiny)
+
+    @staticmethod
+    def normal_rows(rows: jax.Array, smooth, velocity: jax.Array):
+        """:meth:`factor_and_velocity_rows` of slots whose normal rows are ``rows`` ``(m, nv)``
+        (zero rows for inactive slots): ``(B rows (3m, nv), velocity rows (3m, 2))``."""
+        both_velocities = jnp.stack([smooth.free_velocity, velocity], axis=1)  # (nv, 2)
+        normal_factor = rows @ smooth.cholesky_inverse.T  # J L⁻ᵀ
+        normal_velocity = rows @ both_velocities
+        return NormalRowBlock.with_empty_tangent_rows(normal_factor, normal_velocity)
+
+    @staticmethod
+    def with_empty_tangent_rows(normal_factor: jax.Array, normal_velocity: jax.Array):
+        """Interleave zero tangent rows with the slots' normal ``B`` ``(m, nv)`` and velocity
+        ``(m, 2)`` rows: ``((3m, nv), (3m, 2))`` in the ``(t1, t2, n)`` order."""
+        m = normal_factor.shape[0]
+        zeros_factor, zeros_velocity = jnp.zeros_like(normal_factor), jnp.zeros_like(normal_velocity)
+        factor = jnp.stack([zeros_factor, zeros_factor, normal_factor], 1).reshape(3 * m, -1)
+        velocity = jnp.stack([zeros_velocity, zeros_velocity, normal_velocity], 1)
+        return factor, velocity.reshape(3 * m, 2)

@@ -4,7 +4,8 @@ stages 4–5; seed 001 §II, seed 004 §II-C).
 Given the free velocity ``v_f`` and the Cholesky factor ``L Lᵀ = M̃ = M + Δt·D`` of the
 contact-free step (seed 001 eq. 2, with MuJoCo's implicit joint damping):
 
-1. every producer yields its row block (:mod:`.assembler`: contacts, then joint limits);
+1. every producer yields its row block (:mod:`.assembler`: contacts, joint limits, tendon
+   limits);
 2. the blocks are stacked into one contact problem in force units and solved by the options'
    solver, warm-started from the previous step's forces matched by slot key and rotated into the
    new frames (seed 001 §III-E); PrimalNewton starts from the previous generalized force;

@@ -571,7 +571,8 @@ def round_off_floors(problem: ContactProblem, force: jax.Array,
       contact's rows ``r`` (``A = G + R``; the De Saxcé term adds ``μ |σ_T|``): the magnitudes
       summed into ``σ_r = (A λ + g)_r``, whose round-off is about ``ε`` times that sum whatever
       the cancellation leaves of ``σ`` itself;
-    * complementarity ``ε |λ_i|∞ S_i`` (``λ_i · σ_i`` with ``σ_i`` known to ``ε S_i``) — per
+    * complementarity ``ε |λ_i|∞ S_i`` (``λ_i · σ_i`` with ``σ_i`` known to ``ε S_i``; a box
+      slot's ``|λ_i|∞`` is at least its bound, the scale of its term) — per
       contact and row, so that lightly loaded contacts are held to their own scale (a pile's
       top cubes are not excused by its bottom cubes' forces).
 
@@ -590,7 +591,8 @@ def round_off_floors(problem: ContactProblem, force: jax.Array,
     eps = ROUND_OFF_ULPS * jnp.finfo(force.dtype).eps
     n = problem.num_contacts
     active = problem.active
-    lam = jnp.where(active, jnp.max(jnp.abs(force), axis=-1), 0.0)
+    # a box slot's complementarity term (b − |λ|) |σ| is scaled by its bound b, not by λ
+    lam = jnp.where(active, jnp.maximum(jnp.max(jnp.abs(force), axis=-1), problem.bound), 0.0)
     row_scale = (abs_products + jnp.abs(problem.free_velocity)).reshape(n, 3)
     sigma = jnp.where(active, (1.0 + problem.friction) * jnp.max(row_scale, axis=-1), 0.0)
     return Residuals(eps * lam, eps * sigma, eps * lam * sigma)

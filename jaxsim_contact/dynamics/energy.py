@@ -1,7 +1,8 @@
 """Energy and momentum of the whole system (diagnostics for drift tests and run summaries).
 
 Definitions match MuJoCo's ``mj_energyPos`` / ``mj_energyVel`` (``mjData.energy``):
-potential = gravity (``-Σ m_i g·c_i``) + hinge/slide springs (``½ k (q - q_spring)²``);
+potential = gravity (``-Σ m_i g·c_i``) + hinge/slide springs (``½ k (q - q_spring)²``) + tendon
+springs (``½ k d²``, ``d`` the length's distance outside the spring's dead band);
 kinetic = ``½ vᵀ M v`` (armature included, as in MuJoCo).
 """
 
@@ -15,6 +16,7 @@ from ..model import Model
 from ..types import JointType
 from .crba import body_spatial_inertias, mass_matrix_from_kinematics
 from .kinematics import body_velocities, forward_kinematics, motion_axes
+from .tendons import tendon_kinematics
 
 __all__ = ["potential_energy", "kinetic_energy", "spatial_momentum"]
 
@@ -31,6 +33,12 @@ def potential_energy(model: Model, q: jax.Array) -> jax.Array:
         qpos = np.asarray(tree.joint_qpos_adr)[joints]
         stretch = q[qpos] - model.qpos_spring.astype(q.dtype)[qpos]
         energy = energy + 0.5 * jnp.sum(model.joint_stiffness.astype(q.dtype)[joints] * stretch**2)
+    if model.ntendon:
+        tendon = tendon_kinematics(model, q, kin, motion_axes(model, kin))
+        spring = model.tendons.length_spring.astype(q.dtype)
+        stretch = (jnp.minimum(tendon.length - spring[:, 0], 0.0)
+                   + jnp.maximum(tendon.length - spring[:, 1], 0.0))
+        energy = energy + 0.5 * jnp.sum(model.tendons.stiffness.astype(q.dtype) * stretch**2)
     return energy
 
 

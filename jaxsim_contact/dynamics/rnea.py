@@ -25,6 +25,7 @@ from ..types import JointType
 from .crba import body_spatial_inertias
 from .kinematics import Kinematics, forward_kinematics, motion_axes
 from .spatial import cross_force, cross_motion
+from .tendons import tendon_forces, tendon_kinematics
 from .._precision import full_precision_matmuls
 
 __all__ = ["bias_forces", "bias_forces_from_kinematics", "passive_forces", "actuator_forces"]
@@ -81,10 +82,20 @@ def _scalar_joint_dofs(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return joints, qpos, dofs
 
 
-def passive_forces(model: Model, q: jax.Array, v: jax.Array) -> jax.Array:
-    """Passive forces ``(nv,)``: joint damping ``-damping · v`` and hinge/slide springs
-    ``-stiffness · (q - qpos_spring)``. Equals MuJoCo's ``qfrc_passive`` (no fluid, no gravcomp:
-    the loader rejects those)."""
+def _tendons_at(model: Model, q: jax.Array, tendon):
+    """``tendon`` or, when not given and the model has tendons, the tendon kinematics at ``q``."""
+    if tendon is not None or model.ntendon == 0:
+        return tendon
+    kin = forward_kinematics(model, q)
+    return tendon_kinematics(model, q, kin, motion_axes(model, kin))
+
+
+def passive_forces(model: Model, q: jax.Array, v: jax.Array, tendon=None) -> jax.Array:
+    """Passive forces ``(nv,)``: joint damping ``-damping · v``, hinge/slide springs
+    ``-stiffness · (q - qpos_spring)`` and the tendons' springs and dampers
+    (:func:`~jaxsim_contact.dynamics.tendons.tendon_forces`; ``tendon``: the
+    :class:`~jaxsim_contact.dynamics.tendons.TendonKinematics` at ``q``, computed when omitted).
+    Equals MuJoCo's ``qfrc_passive`` (no fluid, no gravcomp: the loader rejects those)."""
     dtype = v.dtype
     force = -model.dof_damping.astype(dtype) * v
     joints, qpos, dofs = _scalar_joint_dofs(model)
@@ -93,16 +104,23 @@ def passive_forces(model: Model, q: jax.Array, v: jax.Array) -> jax.Array:
             q[qpos] - model.qpos_spring.astype(dtype)[qpos]
         )
         force = force.at[dofs].add(spring)
+    if model.ntendon:
+        force = force + tendon_forces(model, _tendons_at(model, q, tendon), v)
     return force
 
 
-def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | None) -> jax.Array:
+def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | None,
+                    tendon=None) -> jax.Array:
     """Generalised actuator forces ``(nv,)`` (MuJoCo ``qfrc_actuator``).
 
-    For actuator ``k`` on joint ``j`` with gear ``g``: ``ctrl`` clamped to its range (if limited),
-    ``force = gain·ctrl + b0 + b1·(g q_j) + b2·(g v_j)`` clamped to the force range (if limited),
-    generalised force ``g · force`` on the joint's dof. A torque motor has ``b = 0``; a position
-    servo has ``gain = kp``, ``b = (0, -kp, -kv)``.
+    For actuator ``k`` with gear ``g``: ``ctrl`` clamped to its range (if limited),
+    ``force = gain·ctrl + b0 + b1·length + b2·velocity`` clamped to the force range (if limited),
+    with ``length = g q_j``, ``velocity = g v_j`` on joint ``j`` (generalised force ``g · force``
+    on its dof) or ``length = g l_t``, ``velocity = g l̇_t`` on tendon ``t`` (generalised force
+    ``g · force · J_t``). A tendon whose ``actuatorfrcrange`` is limited scales the forces of its
+    actuators so that their sum stays in the range (MuJoCo ``tendon_actfrcrange``). A torque
+    motor has ``b = 0``; a position servo has ``gain = kp``, ``b = (0, -kp, -kv)``. ``tendon``:
+    the tendon kinematics at ``q`` (computed when omitted and some actuator drives a tendon).
     """
     dtype = v.dtype
     out = jnp.zeros((model.nv,), dtype)
@@ -115,12 +133,22 @@ def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | 
         jnp.clip(ctrl, ctrl_range[:, 0], ctrl_range[:, 1]),
         ctrl,
     )
-    joints = np.asarray(model.actuator_joint, dtype=np.int64)
-    qpos = np.asarray(model.tree.joint_qpos_adr, dtype=np.int64)[joints]
-    dofs = np.asarray(model.tree.joint_dof_adr, dtype=np.int64)[joints]
+    on_tendon = np.asarray(model.actuator_on_tendon, dtype=bool)
+    target = np.asarray(model.actuator_target, dtype=np.int64)
+    on_joint = np.flatnonzero(~on_tendon)
+    tendon_actuators = np.flatnonzero(on_tendon)
+    qpos = np.asarray(model.tree.joint_qpos_adr, dtype=np.int64)[target[on_joint]]
+    dofs = np.asarray(model.tree.joint_dof_adr, dtype=np.int64)[target[on_joint]]
     gear = model.actuator_gear.astype(dtype)
+    length = jnp.zeros((model.nu,), dtype).at[on_joint].set(q[qpos])
+    velocity = jnp.zeros((model.nu,), dtype).at[on_joint].set(v[dofs])
+    if tendon_actuators.size:
+        tendon = _tendons_at(model, q, tendon)
+        driven = target[tendon_actuators]
+        length = length.at[tendon_actuators].set(tendon.length[driven])
+        velocity = velocity.at[tendon_actuators].set(tendon.velocity(v)[driven])
+    length, velocity = gear * length, gear * velocity
     bias = model.actuator_bias.astype(dtype)
-    length, velocity = gear * q[qpos], gear * v[dofs]
     force = model.actuator_gain.astype(dtype) * ctrl + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity
     force_range = model.actuator_force_range.astype(dtype)
     force = jnp.where(
@@ -128,4 +156,25 @@ def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | 
         jnp.clip(force, force_range[:, 0], force_range[:, 1]),
         force,
     )
-    return out.at[dofs].add(gear * force)
+    if tendon_actuators.size:
+        force = _clamp_tendon_totals(model, force, tendon_actuators, target[tendon_actuators])
+    out = out.at[dofs].add(gear[on_joint] * force[on_joint])
+    if tendon_actuators.size:
+        out = out + (gear[tendon_actuators] * force[tendon_actuators]) @ tendon.jacobian[target[tendon_actuators]]
+    return out
+
+
+def _clamp_tendon_totals(model: Model, force, actuators: np.ndarray, tendons: np.ndarray):
+    """Scale the forces of the actuators on each tendon with a limited actuator-force range so that
+    their sum is the sum clamped to the range (MuJoCo ``tendon_actfrclimited``)."""
+    limited = np.asarray(model.tendons.actuator_force_limited, dtype=bool)
+    if not limited[tendons].any():
+        return force
+    dtype = force.dtype
+    ranges = model.tendons.actuator_force_range.astype(dtype)
+    incidence = jnp.asarray(np.arange(model.ntendon)[:, None] == tendons[None, :], dtype)
+    total = incidence @ force[actuators]  # (ntendon,)
+    clamped = jnp.clip(total, ranges[:, 0], ranges[:, 1])
+    scale = jnp.where(jnp.asarray(limited) & (clamped != total),
+                      clamped / jnp.where(total == 0, 1.0, total), 1.0)
+    return force.at[actuators].multiply(scale[tendons])

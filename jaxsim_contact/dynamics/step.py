@@ -3,11 +3,13 @@
 One step (DESIGN §2; seed 001 §II-A time stepping, seed 004 §II-C), as :func:`step` lists it:
 
     guard inputs      a stand-in for an environment with bad inputs (fault isolation)
-    smooth dynamics   kinematics; M, bias at q (CRBA, RNEA); τ_smooth = passive + actuators - bias;
+    smooth dynamics   kinematics, tendons; M, bias at q (CRBA, RNEA);
+                      τ_smooth = passive + actuators - bias;
                       v_f = v + dt (M + dt·D)⁻¹ τ_smooth        D = diag(dof_damping)
     contact stage     collision → constraint rows → solve (jaxsim_contact.constraints):
                       v⁺ = v_f + dt (M + dt·D)⁻¹ Jᵀ f
     integrate         q⁺ = q ⊕ v⁺ dt                            (manifold integration)
+    project           q⁺ onto the equality constraints          (one Gauss–Newton step)
     advance or hold   the next state, or the held one of an environment that failed
 
 This is MuJoCo's ``Euler`` integrator, including its implicit treatment of joint damping
@@ -31,7 +33,9 @@ from ..model import ErrorFlag, Model, State, error_bit
 from .crba import mass_matrix_from_kinematics
 from .integration import integrate_positions
 from .kinematics import Kinematics, forward_kinematics, motion_axes
+from .projection import project_equalities
 from .rnea import actuator_forces, bias_forces_from_kinematics, passive_forces
+from .tendons import TendonKinematics, tendon_kinematics
 from .._precision import full_precision_matmuls
 
 __all__ = ["init", "step", "rollout", "smooth_dynamics", "SmoothDynamics"]
@@ -53,6 +57,8 @@ class SmoothDynamics(eqx.Module):
       free_velocity: ``(nv,)`` velocity after one step without constraints, ``v_f``.
       kinematics: forward kinematics at ``q`` (reused by the contact stage).
       motion_axes: ``(nv, 6)`` world motion axes of the dofs at ``q``.
+      tendon: tendon lengths and moment arms at ``q`` (:class:`~.tendons.TendonKinematics`;
+        ``(0,)`` / ``(0, nv)`` arrays for a model without tendons).
     """
 
     mass_matrix: jax.Array
@@ -62,6 +68,7 @@ class SmoothDynamics(eqx.Module):
     free_velocity: jax.Array
     kinematics: Kinematics
     motion_axes: jax.Array
+    tendon: TendonKinematics
 
 
 @full_precision_matmuls
@@ -84,14 +91,16 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
     axes = motion_axes(model, kin)
     mass = mass_matrix_from_kinematics(model, kin, axes)
     bias = bias_forces_from_kinematics(model, kin, axes, v)
-    force = passive_forces(model, q, v) + actuator_forces(model, q, v, ctrl) - bias
+    tendon = tendon_kinematics(model, q, kin, axes)
+    force = (passive_forces(model, q, v, tendon) + actuator_forces(model, q, v, ctrl, tendon)
+             - bias)
     damping = model.dof_damping.astype(q.dtype)
     # block by block over the kinematic trees (M has no entry between two trees)
     chol, chol_inv = grouped_cholesky(mass + dt * jnp.diag(damping), model.tree.dof_tree_groups)
     acc = chol_inv.T @ (chol_inv @ force)  # (M + dt D)⁻¹ f = L⁻ᵀ L⁻¹ f
     return SmoothDynamics(mass_matrix=mass, cholesky=chol, cholesky_inverse=chol_inv,
                           smooth_force=force, free_velocity=v + dt * acc, kinematics=kin,
-                          motion_axes=axes)
+                          motion_axes=axes, tendon=tendon)
 
 
 def _within_limit(x: jax.Array, limit: jax.Array) -> jax.Array:
@@ -134,7 +143,7 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
     Returns:
       The next state; ``contact`` holds this step's contact forces, penetration and solver
       statistics. ``error`` (sticky) gains ``SOLVER_NOT_CONVERGED`` / ``CONTACT_BUDGET_OVERFLOW``
-      from the contact stage, ``NON_FINITE_STATE`` if ``q`` or ``v`` coming in or going out is
+      from the contact stage, ``EQUALITY_NOT_SATISFIED`` from the equality projection, ``NON_FINITE_STATE`` if ``q`` or ``v`` coming in or going out is
       NaN, ±inf or beyond ``Options.value_limit``, ``INVALID_CONTROL`` if ``ctrl`` is.
     Raises:
       TypeError: ``state.q`` or ``state.v`` is not of the model's dtype (while tracing).
@@ -159,6 +168,9 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
     with jax.named_scope("contact_stage"):  # collision, constraint rows, solve: v⁺ from v_f
         v_next, contact, contact_error = contact_stage(model, guard.state, smooth, dt)
     q_next = integrate_positions(model, guard.state.q, v_next, dt)  # q⁺ = q ⊕ v⁺ Δt
+    # equalities: their position drift projected out (a bit when they are incompatible)
+    q_next, unsatisfied = project_equalities(model, q_next, smooth.cholesky_inverse)
+    contact_error = contact_error | error_bit(unsatisfied, ErrorFlag.EQUALITY_NOT_SATISFIED)
     return _advance_or_hold(model, state, guard, q_next, v_next, contact, contact_error)
 
 

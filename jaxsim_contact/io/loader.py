@@ -16,7 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..collision.pairs import build_collision_structure
-from ..model import KinematicTree, Model, Options
+from ..model import (Equalities, EqualityKind, KinematicTree, Model, Options, TendonPathElement,
+                     Tendons, WrapKind)
 from ..types import GeomType, JointType
 from .errors import (
     DegenerateMeshError,
@@ -72,8 +73,9 @@ def load(
       balance_inertia: let MuJoCo's compiler repair inertias that violate the triangle inequality
         (``<compiler balanceinertia="true">``; e.g. the Allegro hand URDF needs it). Otherwise
         such an inertia raises ``InvalidInertiaError``.
-      ignore_equality: drop equality constraints (e.g. those MuJoCo creates for URDF ``mimic``
-        joints) with a warning instead of raising ``UnsupportedFeatureError``.
+      ignore_equality: drop the equality constraints (e.g. those MuJoCo creates for URDF
+        ``mimic`` joints) with a warning naming them, instead of simulating them as hard
+        bilateral rows (:mod:`jaxsim_contact.constraints.equality_rows`).
       exclude_self_overlaps: exclude from collision the pairs of bodies of one kinematic tree
         whose geoms overlap by more than 1 mm at the reference pose ``qpos0`` (MuJoCo C's
         collision detection; :func:`jaxsim_contact.io.overlaps.self_overlaps`), with a
@@ -90,7 +92,8 @@ def load(
       MissingAssetError: a mesh file that does not exist (also a ``FileNotFoundError``).
       InvalidMassError, InvalidInertiaError, InvalidFrictionError: bad physical parameters.
       UnsupportedFeatureError: (a ``NotImplementedError``) a joint type or element the engine does
-        not simulate (tendons, equality constraints, fluid forces, muscle actuators, ...).
+        not simulate (fluid forces, height fields, muscle actuators, actuator dynamics, tendon
+        armature, flex equalities, ...).
       All messages name the file, the element and the value.
     """
     mj = compile_mjmodel(
@@ -247,6 +250,70 @@ def _tree_from_mjmodel(mj) -> KinematicTree:
     )
 
 
+_WRAP_FROM_MJ = {1: WrapKind.JOINT, 2: WrapKind.PULLEY, 3: WrapKind.SITE, 4: WrapKind.SPHERE,
+                 5: WrapKind.CYLINDER}
+
+
+def _tendons_from_mjmodel(mj, arr) -> Tendons:
+    """The compiled tendons (``tendon_*``, ``wrap_*``) and sites of ``mj`` as :class:`Tendons`."""
+    import mujoco
+
+    path = []
+    for t in range(mj.ntendon):
+        elements = []
+        for w in range(mj.tendon_adr[t], mj.tendon_adr[t] + mj.tendon_num[t]):
+            kind = _WRAP_FROM_MJ[int(mj.wrap_type[w])]
+            side = None
+            if kind in (WrapKind.SPHERE, WrapKind.CYLINDER) and mj.wrap_prm[w] >= 0:
+                side = int(mj.wrap_prm[w])  # MuJoCo stores the side site's id in wrap_prm
+            elements.append(TendonPathElement(kind, int(mj.wrap_objid[w]), side))
+        path.append(tuple(elements))
+    kinds = [e.kind for p in path for e in p]
+    # a fixed tendon's joint coefficient or a pulley's divisor; a wrap geom's wrap_prm is its side
+    # site, kept in the static path instead
+    has_coef = np.asarray([k in (WrapKind.JOINT, WrapKind.PULLEY) for k in kinds], dtype=bool)
+    coef = np.where(has_coef, np.asarray(mj.wrap_prm, dtype=np.float64)[:len(kinds)], 0.0)
+    return Tendons(
+        stiffness=arr(mj.tendon_stiffness, (mj.ntendon,)),
+        damping=arr(mj.tendon_damping, (mj.ntendon,)),
+        length_spring=arr(mj.tendon_lengthspring, (mj.ntendon, 2)),
+        range=arr(mj.tendon_range, (mj.ntendon, 2)),
+        wrap_coef=arr(coef, (len(kinds),)),
+        actuator_force_range=arr(mj.tendon_actfrcrange, (mj.ntendon, 2)),
+        actuator_force_limited=tuple(bool(x) for x in mj.tendon_actfrclimited),
+        frictionloss=arr(mj.tendon_frictionloss, (mj.ntendon,)),
+        length0=arr(mj.tendon_length0, (mj.ntendon,)),
+        frictionloss_tendons=tuple(int(t) for t in np.flatnonzero(np.asarray(mj.tendon_frictionloss) > 0)),
+        names=tuple(mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_TENDON, i) or ""
+                    for i in range(mj.ntendon)),
+        limited=tuple(bool(x) for x in mj.tendon_limited),
+        path=tuple(path),
+    )
+
+
+_EQUALITY_FROM_MJ = {0: EqualityKind.CONNECT, 1: EqualityKind.WELD, 2: EqualityKind.JOINT,
+                     3: EqualityKind.TENDON}
+
+
+def _equalities_from_mjmodel(mj, arr) -> Equalities:
+    """The compiled equality constraints (``eq_*``) of ``mj`` as :class:`Equalities` (the loader's
+    validation has rejected the kinds the engine does not simulate)."""
+    import mujoco
+
+    site = int(mujoco.mjtObj.mjOBJ_SITE)
+    return Equalities(
+        data=arr(np.asarray(mj.eq_data, dtype=np.float64).reshape(mj.neq, 11 if mj.neq == 0 else -1)[:, :11],
+                 (mj.neq, 11)),
+        active=jnp.asarray(np.asarray(mj.eq_active0, dtype=bool).reshape(mj.neq)),
+        names=tuple(mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_EQUALITY, i) or ""
+                    for i in range(mj.neq)),
+        kind=tuple(_EQUALITY_FROM_MJ[int(t)] for t in mj.eq_type),
+        object1=tuple(int(o) for o in mj.eq_obj1id),
+        object2=tuple(None if int(o) < 0 else int(o) for o in mj.eq_obj2id),
+        on_sites=tuple(int(t) == site for t in mj.eq_objtype),
+    )
+
+
 def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
     """Convert a compiled ``mujoco.MjModel`` (already validated) into a :class:`Model`.
 
@@ -272,7 +339,8 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
     constraints_off = bool(disabled & int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT))
 
     nu = mj.nu
-    actuator_joint = tuple(int(j) for j in mj.actuator_trnid[:, 0]) if nu else ()
+    actuator_target = tuple(int(j) for j in mj.actuator_trnid[:, 0]) if nu else ()
+    actuator_on_tendon = tuple(int(t) == int(mujoco.mjtTrn.mjTRN_TENDON) for t in mj.actuator_trntype)
     meshes = tuple(
         arr(mj.mesh_vert[mj.mesh_vertadr[i]: mj.mesh_vertadr[i] + mj.mesh_vertnum[i]])
         for i in range(mj.nmesh)
@@ -313,6 +381,10 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         geom_friction=arr(mj.geom_friction, (mj.ngeom, 3)),
         geom_margin=arr(mj.geom_margin, (mj.ngeom,)),
         mesh_vertices=meshes,
+        site_pos=arr(mj.site_pos, (mj.nsite, 3)),
+        site_quat=arr(mj.site_quat, (mj.nsite, 4)),
+        tendons=_tendons_from_mjmodel(mj, arr),
+        equalities=_equalities_from_mjmodel(mj, arr),
         options=Options(
             dt=arr(mj.opt.timestep), gravity=arr(gravity),
             enable_contacts=not (constraints_off or disabled & int(mujoco.mjtDisableBit.mjDSBL_CONTACT)),
@@ -322,7 +394,8 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         joint_names=names(mujoco.mjtObj.mjOBJ_JOINT, mj.njnt),
         joint_limited=tuple(bool(x) for x in mj.jnt_limited),
         actuator_names=names(mujoco.mjtObj.mjOBJ_ACTUATOR, nu),
-        actuator_joint=actuator_joint,
+        actuator_target=actuator_target,
+        actuator_on_tendon=actuator_on_tendon,
         actuator_ctrl_limited=tuple(bool(x) for x in mj.actuator_ctrllimited),
         actuator_force_limited=tuple(bool(x) for x in mj.actuator_forcelimited),
         geom_names=names(mujoco.mjtObj.mjOBJ_GEOM, mj.ngeom),
@@ -331,9 +404,12 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         geom_contype=tuple(int(c) for c in mj.geom_contype),
         geom_conaffinity=tuple(int(c) for c in mj.geom_conaffinity),
         geom_mesh=tuple(int(m) for m in mj.geom_dataid),
+        site_body=tuple(int(b) for b in mj.site_bodyid),
+        site_names=names(mujoco.mjtObj.mjOBJ_SITE, mj.nsite),
         exclude_body_pairs=exclude_pairs,
         contact_geom_pairs=contact_pairs,
         source=source,
+        frictionloss_dofs=tuple(int(d) for d in np.flatnonzero(np.asarray(mj.dof_frictionloss) > 0)),
         collision=build_collision_structure(
             geom_type=tuple(_GEOM_FROM_MJ[int(t)] for t in mj.geom_type),
             geom_body=tuple(int(b) for b in mj.geom_bodyid),

@@ -40,9 +40,9 @@ __all__ = ["parse_xml", "check_xml", "check_spec", "check_compiled"]
 _MJCF_JOINT_TYPES = {"free", "ball", "slide", "hinge"}
 _URDF_JOINT_TYPES = {"revolute", "continuous", "prismatic", "fixed", "floating"}
 # MJCF elements that change the dynamics in ways the engine does not model yet.
+# (<tendon> and <equality> are checked on the compiled model: inside <default> they only set
+# defaults, and gymnasium's inverted pendulum declares one with no tendon.)
 _MJCF_UNSUPPORTED_ELEMENTS = {
-    "tendon": "tendons",
-    "equality": "equality constraints",
     "flexcomp": "deformable (flex) objects",
     "flex": "deformable (flex) objects",
     "composite": "composite objects",
@@ -247,8 +247,6 @@ def check_compiled(mj, path: Path) -> None:
         return mujoco.mj_id2name(mj, obj_type, index) or ""
 
     counts = {
-        "tendon": mj.ntendon,
-        "equality constraint": mj.neq,
         "flex": mj.nflex,
         "plugin": mj.nplugin,
         "height field": mj.nhfield,
@@ -262,6 +260,9 @@ def check_compiled(mj, path: Path) -> None:
             f"forces are not supported"
         )
 
+    _check_tendons(mj, path)
+    _check_equalities(mj, path)
+    _check_frictionloss(mj, path)
     _warn_extreme_scales(mj, path)
     jnt_body = np.asarray(mj.jnt_bodyid)
     moving = np.zeros(mj.nbody, dtype=bool)
@@ -301,9 +302,13 @@ def check_compiled(mj, path: Path) -> None:
 
     for a in range(mj.nu):
         where = f"{path}: {describe('actuator', name(mujoco.mjtObj.mjOBJ_ACTUATOR, a), a)}"
-        if int(mj.actuator_trntype[a]) != int(mujoco.mjtTrn.mjTRN_JOINT):
-            raise UnsupportedFeatureError(f"{where}: only joint transmissions are supported")
-        if int(mj.jnt_type[mj.actuator_trnid[a, 0]]) not in (2, 3):
+        transmission = int(mj.actuator_trntype[a])
+        if transmission not in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_TENDON)):
+            raise UnsupportedFeatureError(
+                f"{where}: transmission {mujoco.mjtTrn(transmission).name} is not supported "
+                "(joint and tendon transmissions are)")
+        if (transmission == int(mujoco.mjtTrn.mjTRN_JOINT)
+                and int(mj.jnt_type[mj.actuator_trnid[a, 0]]) not in (2, 3)):
             raise UnsupportedFeatureError(f"{where}: only hinge/slide joints can be actuated")
         if int(mj.actuator_dyntype[a]) != int(mujoco.mjtDyn.mjDYN_NONE):
             raise UnsupportedFeatureError(f"{where}: actuator dynamics (dyntype) not supported")
@@ -317,3 +322,75 @@ def check_compiled(mj, path: Path) -> None:
 
 # MuJoCo geom types we can represent: plane, sphere, capsule, ellipsoid, cylinder, box, mesh.
 _SUPPORTED_MJ_GEOMS = {0, 2, 3, 4, 5, 6, 7}
+
+
+def _check_tendons(mj, path: Path) -> None:
+    """Tendon features the engine does not simulate yet raise by name (never silently ignored):
+    tendon armature, polynomial stiffness / damping, plasticity."""
+    import mujoco
+
+    for t in range(mj.ntendon):
+        where = f"{path}: {describe('tendon', mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_TENDON, t) or '', t)}"
+        unsupported = {
+            "armature": float(mj.tendon_armature[t]),
+            "stiffness polynomial": float(np.abs(mj.tendon_stiffnesspoly[t]).max(initial=0.0)),
+            "damping polynomial": float(np.abs(mj.tendon_dampingpoly[t]).max(initial=0.0)),
+            "spring yield (plasticity)": float(mj.tendon_springyield[t]),
+        }
+        for feature, value in unsupported.items():
+            if value != 0:
+                raise UnsupportedFeatureError(f"{where} has {feature} {value}; not supported yet")
+        for element in range(mj.tendon_adr[t], mj.tendon_adr[t] + mj.tendon_num[t]):
+            kind = int(mj.wrap_type[element])
+            if kind == int(mujoco.mjtWrap.mjWRAP_JOINT):
+                joint = int(mj.wrap_objid[element])
+                if int(mj.jnt_type[joint]) not in (2, 3):
+                    raise UnsupportedFeatureError(
+                        f"{where}: fixed tendons act on hinge/slide joints, joint {joint} is "
+                        f"{mujoco.mjtJoint(int(mj.jnt_type[joint])).name}")
+
+
+def _check_frictionloss(mj, path: Path) -> None:
+    """Dry friction must be finite and non-negative (MuJoCo's compiler accepts a negative value
+    and ignores it; here it is a mistake to name)."""
+    import mujoco
+
+    for d in range(mj.nv):
+        value = float(mj.dof_frictionloss[d])
+        if not np.isfinite(value) or value < 0:
+            joint = int(mj.dof_jntid[d])
+            raise InvalidFrictionError(
+                f"{path}: {describe('joint', mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_JOINT, joint) or '', joint)} "
+                f"has frictionloss {value}; it must be finite and non-negative")
+    for t in range(mj.ntendon):
+        value = float(mj.tendon_frictionloss[t])
+        if not np.isfinite(value) or value < 0:
+            raise InvalidFrictionError(
+                f"{path}: {describe('tendon', mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_TENDON, t) or '', t)} "
+                f"has frictionloss {value}; it must be finite and non-negative")
+
+
+def _check_equalities(mj, path: Path) -> None:
+    """Connect, weld, joint and tendon equalities are simulated; other kinds raise by name, as do
+    joint couplings of non-scalar joints and non-finite polynomial coefficients."""
+    import mujoco
+
+    supported = {int(mujoco.mjtEq.mjEQ_CONNECT), int(mujoco.mjtEq.mjEQ_WELD),
+                 int(mujoco.mjtEq.mjEQ_JOINT), int(mujoco.mjtEq.mjEQ_TENDON)}
+    for e in range(mj.neq):
+        where = f"{path}: {describe('equality', mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_EQUALITY, e) or '', e)}"
+        kind = int(mj.eq_type[e])
+        if kind not in supported:
+            raise UnsupportedFeatureError(
+                f"{where} is a {mujoco.mjtEq(kind).name} constraint; connect, weld, joint and "
+                "tendon equalities are supported")
+        data = np.asarray(mj.eq_data[e], dtype=np.float64)
+        if not np.all(np.isfinite(data)):
+            raise InvalidGeometryError(f"{where} has non-finite parameters {data.tolist()}")
+        if kind == int(mujoco.mjtEq.mjEQ_JOINT):
+            for joint in (int(mj.eq_obj1id[e]), int(mj.eq_obj2id[e])):
+                if joint >= 0 and int(mj.jnt_type[joint]) not in (2, 3):
+                    raise UnsupportedFeatureError(
+                        f"{where} couples joint {joint} of type "
+                        f"{mujoco.mjtJoint(int(mj.jnt_type[joint])).name}; hinge and slide joints "
+                        "can be coupled")

@@ -188,11 +188,13 @@ def test_example_robot_data_is_found_without_search_dirs():
     assert model.nv == 6 and len(model.mesh_vertices) > 0
 
 
-def test_panda_mimic_joint_needs_an_explicit_opt_in():
-    with pytest.raises(UnsupportedFeatureError, match="equality"):
-        jc.load(scene_path("panda"))
+def test_panda_mimic_joint_is_a_joint_equality_unless_ignored():
+    """The URDF ``mimic`` of the Panda's second finger becomes MuJoCo's joint equality (issue 48);
+    ``ignore_equality=True`` still drops it, with a warning."""
+    model = jc.load(scene_path("panda"))
+    assert model.nv == 9 and model.equalities.kind == (jc.model.EqualityKind.JOINT,)
     with pytest.warns(UserWarning, match="ignoring equality constraint"):
-        assert jc.load(scene_path("panda"), ignore_equality=True).nv == 9
+        assert jc.load(scene_path("panda"), ignore_equality=True).neq == 0
 
 
 def test_allegro_inertia_triangle_violation_needs_balance_inertia():
@@ -296,8 +298,8 @@ def test_unsupported_urdf_joint_type(tmp_path):
 @pytest.mark.parametrize(
     "extra, pattern",
     [
-        ('<tendon><fixed name="t"><joint joint="h" coef="1"/></fixed></tendon>', r"<tendon>"),
-        ('<equality><joint joint1="h"/></equality>', r"<equality>"),
+        ('<tendon><fixed name="t" armature="1"><joint joint="h" coef="1"/></fixed></tendon>',
+         r"tendon 't'.*armature 1"),
         ('<actuator><muscle joint="h"/></actuator>', r"actuator <muscle"),
         ('<actuator><velocity joint="h" kv="1"/></actuator>', r"actuator <velocity"),
         ('<option density="1.2"/>', r"fluid"),

@@ -1,0 +1,232 @@
+"""Tendons against MuJoCo C (issue 48): lengths, velocities and moment arms of fixed and spatial
+tendons (sites, sphere / cylinder wrapping with and without side sites, pulleys) on every tendon
+file MJX ships, tendon springs / dampers / actuators / energy, and a hard tendon limit.
+
+Float64; lengths and moment arms to 1e-10 relative (issue 48 "Must show"). Step derivatives through
+a tendon limit: tests/dynamics/test_equalities.py (one scene with a weld, a tendon limit and
+frictionloss).
+"""
+
+from __future__ import annotations
+
+import functools
+import pathlib
+import tempfile
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+import pytest
+
+import jaxsim_contact as jc
+from jaxsim_contact import dynamics
+from jaxsim_contact.dynamics.tendons import tendon_kinematics
+from jaxsim_contact.io import UnsupportedFeatureError
+
+MJX_DATA = pathlib.Path(mujoco.__file__).parent / "mjx" / "test_data"
+GYM_ASSETS = pathlib.Path(__import__("gymnasium").__file__).parent / "envs" / "mujoco" / "assets"
+
+#: every tendon model MJX ships (armature.xml: tendon armature is not supported, tested below)
+TENDON_FILES = sorted(p.name for p in (MJX_DATA / "tendon").glob("*.xml")
+                      if p.name not in ("armature.xml", "no_tendon.xml"))
+NUM_CONFIGS = 40
+# XLA:CPU compiles these programs several times faster without LLVM optimisation (as
+# tests/dynamics/test_tendon_wrap.py); the values agree to rounding
+FAST_COMPILE = ({"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+                if jax.default_backend() == "cpu" else None)
+RTOL = 1e-10
+
+SPRING_XML = """
+<mujoco><option timestep="0.01"/>
+  <worldbody><site name="anchor" pos="0 0 1"/>
+    <body><joint name="a" type="slide" axis="1 0 0"/><geom size=".1" mass="1"/><site name="s1" pos="0.1 0 0"/>
+      <body pos="0 0 1"><joint name="b" type="hinge" axis="0 1 0"/><geom size=".1" mass="2"/>
+        <site name="s2" pos="0 0.1 0.2"/></body></body></worldbody>
+  <tendon>
+    <fixed name="dead_band" damping="50" stiffness="30" springlength="0.1 0.3">
+      <joint joint="a" coef="1"/><joint joint="b" coef="0.5"/></fixed>
+    <spatial name="spring" damping="3" stiffness="40" springlength="0.5">
+      <site site="anchor"/><site site="s1"/><site site="s2"/></spatial>
+  </tendon>
+  <actuator><motor tendon="spring" gear="2"/><position tendon="dead_band" kp="10" kv="1"/></actuator>
+</mujoco>
+"""
+
+
+def _load_xml(xml: str) -> jc.Model:
+    """``jc.load`` of an MJCF string (through a temporary file, as a user would)."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = pathlib.Path(directory) / "model.xml"
+        path.write_text(xml)
+        return jc.load(path)
+
+
+def _dense_tendon_jacobian(mj, data) -> np.ndarray:
+    """MuJoCo 4 stores ``ten_J`` sparse (row addresses and column indices in the model)."""
+    J = np.zeros((mj.ntendon, mj.nv))
+    for t in range(mj.ntendon):
+        start, count = mj.ten_J_rowadr[t], mj.ten_J_rownnz[t]
+        J[t, mj.ten_J_colind[start:start + count]] = data.ten_J[start:start + count]
+    return J
+
+
+def _random_states(mj, count: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    data = mujoco.MjData(mj)
+    for _ in range(count):
+        data.qpos[:] = mj.qpos0 + rng.normal(size=mj.nq) * 0.6
+        mujoco.mj_normalizeQuat(mj, data.qpos)
+        data.qvel[:] = rng.normal(size=mj.nv)
+        data.ctrl[:] = rng.normal(size=mj.nu) * 2.0
+        mujoco.mj_forward(mj, data)
+        yield data
+
+
+@functools.cache
+def _batched_tendon_quantities(with_energy: bool):
+    def quantities(model, q, v, ctrl):
+        kin = dynamics.forward_kinematics(model, q)
+        tendon = tendon_kinematics(model, q, kin, dynamics.motion_axes(model, kin))
+        out = dict(length=tendon.length, jacobian=tendon.jacobian, velocity=tendon.velocity(v),
+                   passive=dynamics.passive_forces(model, q, v, tendon),
+                   actuator=dynamics.actuator_forces(model, q, v, ctrl, tendon))
+        if with_energy:  # a second tendon evaluation in the program: only where springs are
+            out["energy"] = dynamics.potential_energy(model, q)
+        return out
+
+    return jax.jit(jax.vmap(quantities, in_axes=(None, 0, 0, 0)), compiler_options=FAST_COMPILE)
+
+
+def _compare(path_or_xml: str, from_string: bool = False):
+    mj = (mujoco.MjModel.from_xml_string(path_or_xml) if from_string
+          else mujoco.MjModel.from_xml_path(path_or_xml))
+    mj.opt.enableflags |= int(mujoco.mjtEnableBit.mjENBL_ENERGY)
+    model = _load_xml(path_or_xml) if from_string else jc.load(path_or_xml)
+    reference = {k: [] for k in ("length", "jacobian", "velocity", "passive", "actuator", "energy")}
+    qs, vs, ctrls = [], [], []
+    for data in _random_states(mj, NUM_CONFIGS):
+        qs.append(data.qpos.copy())
+        vs.append(data.qvel.copy())
+        ctrls.append(data.ctrl.copy())
+        reference["length"].append(data.ten_length.copy())
+        reference["jacobian"].append(_dense_tendon_jacobian(mj, data))
+        reference["velocity"].append(data.ten_velocity.copy())
+        reference["passive"].append(data.qfrc_passive.copy())
+        reference["actuator"].append(data.qfrc_actuator.copy())
+        reference["energy"].append(data.energy[0])
+    with_energy = bool(np.any(mj.tendon_stiffness > 0))
+    if not with_energy:
+        del reference["energy"]
+    ours = _batched_tendon_quantities(with_energy)(model, jnp.asarray(np.array(qs)), jnp.asarray(np.array(vs)),
+                                        jnp.asarray(np.array(ctrls).reshape(NUM_CONFIGS, mj.nu)))
+    for name, values in reference.items():
+        expected, got = np.asarray(values), np.asarray(ours[name])
+        scale = max(float(np.max(np.abs(expected), initial=0.0)), 1.0)
+        error = float(np.max(np.abs(got - expected), initial=0.0)) / scale
+        assert error <= RTOL, f"{path_or_xml if not from_string else 'xml'}: {name} error {error:.2e}"
+    return model
+
+
+@pytest.mark.parametrize("name", TENDON_FILES)
+def test_mjx_tendon_models_match_mujoco(name):
+    """Fixed, spatial, wrapping (sphere, cylinder, side sites) and pulley tendons of MJX's test
+    models: ten_length, ten_J, ten_velocity, qfrc_passive, qfrc_actuator, potential energy."""
+    model = _compare(str(MJX_DATA / "tendon" / name))
+    assert model.ntendon > 0
+
+
+def test_springs_dampers_actuators_and_clamped_tendon_forces_match_mujoco():
+    """A dead-band spring on a fixed tendon, a spring on a spatial one, a motor and a servo on
+    tendons, and MJX's model of actuator-force ranges on tendons (forces scaled to the range)."""
+    _compare(SPRING_XML, from_string=True)
+    _compare(str(MJX_DATA / "actuator" / "tendon_force_clamp.xml"))
+
+
+def test_gymnasium_humanoid_loads_and_matches_mujoco():
+    """gymnasium's humanoid (two fixed tendons) used to be refused."""
+    _compare(str(GYM_ASSETS / "humanoid.xml"))
+
+
+def test_tendon_inside_default_is_not_a_tendon():
+    """``<default><tendon .../></default>`` only sets defaults: gymnasium's inverted pendulum has
+    no tendon and loads."""
+    model = jc.load(GYM_ASSETS / "inverted_pendulum.xml")
+    assert model.ntendon == 0
+
+
+def test_unsupported_tendon_features_are_named():
+    with pytest.raises(UnsupportedFeatureError, match="tendon .*armature"):
+        jc.load(MJX_DATA / "tendon" / "armature.xml")
+
+
+def test_tendon_frictionloss_holds_below_and_slips_above_its_bound():
+    """A slider driven through a fixed tendon (coefficient 2) with tendon frictionloss 2 N: a
+    force along the tendon of 1.9 N leaves it at rest, 2.1 N moves it."""
+    xml = """
+<mujoco><option timestep="0.002" gravity="0 0 0"/>
+  <worldbody><body><joint name="slide" type="slide" axis="1 0 0"/><geom size=".05" mass="1"/></body></worldbody>
+  <tendon><fixed name="belt" frictionloss="2"><joint joint="slide" coef="2"/></fixed></tendon>
+  <actuator><motor tendon="belt"/></actuator>
+</mujoco>"""
+    model = _load_xml(xml)
+    assert model.tendons.frictionloss_tendons == (0,)
+    step = jax.jit(jc.step)
+    for force, moves in ((1.9, False), (2.1, True)):
+        state = jc.init(model)
+        for _ in range(10):
+            state = step(model, state, jnp.asarray([force]))
+        assert (abs(float(state.v[0])) > 1e-6) == moves, (force, state.v)
+
+
+LIMITED_PENDULUM = """
+<mujoco><option timestep="0.002" gravity="0 0 -9.81"/>
+  <worldbody><site name="anchor" pos="0.6 0 0.5"/>
+    <body><joint name="swing" type="hinge" axis="0 1 0" pos="0 0 0.5"/>
+      <geom type="capsule" fromto="0 0 0.5 0 0 0" size="0.02" mass="1" contype="0" conaffinity="0"/>
+      <site name="tip" pos="0 0 0"/></body>
+  </worldbody>
+  <tendon><spatial name="rope" limited="true" range="0 0.6" stiffness="{stiffness}">
+    <site site="anchor"/><site site="tip"/></spatial></tendon>
+</mujoco>
+"""
+#: the swing angle at which the rope is at its 0.6 m limit: 0.6 sin θ + 0.25 = 0
+LIMIT_ANGLE = float(np.arcsin(-0.25 / 0.6))
+
+
+def _limited_pendulum(stiffness=0.0):
+    """A pendulum hanging from a hinge, its tip tied by a rope of at most 0.6 m to an anchor 0.6 m
+    to the side at the hinge's height: at rest the rope holds it at ``LIMIT_ANGLE``."""
+    return _load_xml(LIMITED_PENDULUM.format(stiffness=stiffness))
+
+
+def _rope_length(model, q):
+    kin = dynamics.forward_kinematics(model, q)
+    return tendon_kinematics(model, q, kin, dynamics.motion_axes(model, kin)).length[0]
+
+
+def test_tendon_limit_is_a_hard_unilateral_constraint():
+    """Released hanging straight (rope 0.78 m, beyond its limit) the pendulum is pulled inside by
+    the capped push-out, then rests on the rope: over 1000 steps the rope stretches by at most
+    1e-8 m, never pushes (force ≥ 0), and the passive run never gains energy (1e-6 J)."""
+    model = _limited_pendulum()
+    state = jc.init(model)
+    step = jax.jit(jc.step)
+    for _ in range(500):
+        state = step(model, state)
+    energy = jax.jit(lambda q, v: dynamics.potential_energy(model, q) + dynamics.kinetic_energy(model, q, v))
+    length = jax.jit(lambda q: _rope_length(model, q))
+    previous = float(energy(state.q, state.v))
+    worst_stretch, worst_gain = -np.inf, 0.0
+    for _ in range(1000):
+        state = step(model, state)
+        worst_stretch = max(worst_stretch, float(length(state.q)) - 0.6)
+        current = float(energy(state.q, state.v))
+        worst_gain = max(worst_gain, current - previous)
+        previous = current
+        force = np.asarray(state.contact.force)[np.asarray(state.contact.active)]
+        assert force.shape[0] == 1 and force[0, 2] > 0  # the rope holds it
+    assert int(state.error) == 0
+    assert worst_stretch <= 1e-8, worst_stretch
+    assert worst_gain <= 1e-6, worst_gain
+    np.testing.assert_allclose(float(state.q[0]), LIMIT_ANGLE, atol=1e-6)
