@@ -57,7 +57,8 @@ it is simulated so (and counted apart from ``loaded``).
 
 Results are cached per model in ``results/NAME.json``; a rerun skips what is there (``--redo``
 simulates the selected models again, ``--fresh`` drops the whole cache, ``--phase report``
-rewrites the Markdown from the JSON). Commands (run pinned, ``taskset -c K``)::
+rewrites the Markdown from the JSON; ``--phase load --redo`` loads the selected files again and keeps
+their simulate rows). Commands (run pinned, ``taskset -c K``)::
 
     pip install --no-deps dm_control        # once, for the dm_control suite files
     python benchmarks/corpus.py --phase load                    # < 1 min on one core
@@ -720,9 +721,9 @@ def save(data: dict, name: str) -> None:
     write_results(name, data, markdown(data))
 
 
-def run_load(entries: list[Entry], data: dict, name: str) -> None:
+def run_load(entries: list[Entry], data: dict, name: str, redo: bool = False) -> None:
     for i, entry in enumerate(entries):
-        if entry.key in data["load"]:
+        if entry.key in data["load"] and not redo:
             continue
         row = load_row(entry)
         data["load"][entry.key] = row
@@ -758,7 +759,8 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout-s", type=float, default=300.0, help="per model, phase simulate")
     parser.add_argument("--out", default="corpus", help="writes results/NAME.md and .json")
     parser.add_argument("--fresh", action="store_true", help="ignore the cached rows of results/NAME.json")
-    parser.add_argument("--redo", action="store_true", help="simulate the selected models again")
+    parser.add_argument("--redo", action="store_true",
+                        help="simulate the selected models again (phase load: load them again)")
     parser.add_argument("--note", action="append", default=[], help="a line for the results header")
     parser.add_argument("--all-cores", action="store_true", help="do not pin to one core")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -775,7 +777,9 @@ def main(argv=None) -> int:
     data["runs"].append(run_stamp(args, args.phase, entries))
     data.setdefault("notes", [])
     data["notes"] += [n for n in args.note if n not in data["notes"]]
-    run_load(entries, data, args.out)   # also for phase simulate: it needs to know what loads
+    # also for phase simulate: it needs to know what loads; --redo with phase load reloads the
+    # selected files (the library changed what it accepts) and keeps their simulate rows
+    run_load(entries, data, args.out, redo=args.redo and args.phase == "load")
     if args.phase in ("simulate", "all"):
         run_simulate(entries, data, args.out, args.steps, args.timeout_s, args.redo)
     save(data, args.out)

@@ -29,24 +29,49 @@ def gauss_seidel_sweep(problem: ContactProblem, force: jax.Array, contact_update
       problem: sanitised problem (uses ``G + R`` and ``g``).
       force: ``(n, 3)`` current forces.
       contact_update: ``(block (3,3), sigma (3,), lam_i (3,), mu) -> lam_i_new (3,)`` where
-        ``sigma = ((G + R) λ + g)⁽ⁱ⁾`` at the current forces.
+        ``sigma = ((G + R) λ + g)⁽ⁱ⁾`` at the current forces; the cone slots' update (box and
+        bilateral slots of the problem take :func:`_with_box_and_bilateral_slots`' rows).
     Returns: ``(n, 3)`` forces after the sweep.
     """
     n = problem.num_contacts
     G = problem.compliant_delassus
     g = problem.free_velocity
     mu = problem.friction
+    if problem.has_box_or_bilateral:
+        contact_update = _with_box_and_bilateral_slots(problem, contact_update)
 
     def body(i, lam):
         rows = jax.lax.dynamic_slice(G, (3 * i, 0), (3, 3 * n))
         block = jax.lax.dynamic_slice(G, (3 * i, 3 * i), (3, 3))
         lam_i = jax.lax.dynamic_slice(lam, (3 * i,), (3,))
         sigma = rows @ lam + jax.lax.dynamic_slice(g, (3 * i,), (3,))
-        new_i = contact_update(block, sigma, lam_i, mu[i])
+        new_i = contact_update(block, sigma, lam_i, mu[i]) if not problem.has_box_or_bilateral \
+            else contact_update(block, sigma, lam_i, mu[i], i)
         return jax.lax.dynamic_update_slice(lam, new_i, (3 * i,))
 
     lam = jax.lax.fori_loop(0, n, body, force.reshape(3 * n))
     return lam.reshape(n, 3)
+
+
+def _with_box_and_bilateral_slots(problem: ContactProblem, contact_update):
+    """``contact_update`` for cone slots; row-by-row Gauss-Seidel for the others: a bilateral
+    slot's rows ``λ_r ← λ_r − σ_r / A_rr`` (free sign), a box slot's normal row the same clipped
+    to ``[−b, b]`` and its tangent rows 0. Each row update sees the previous rows' new forces."""
+    box, bilateral = (jnp.asarray(m) for m in problem.slot_masks())
+    bound = problem.bound
+
+    def update(block, sigma, lam_i, mu, i):
+        inverse = _safe_inverse(jnp.diagonal(block))
+        rows = lam_i
+        for r in range(3):  # Gauss-Seidel inside the slot: row r sees rows < r updated
+            shifted = sigma[r] + block[r] @ (rows - lam_i)
+            rows = rows.at[r].set(lam_i[r] - inverse[r] * shifted)
+        boxed = jnp.zeros_like(lam_i).at[2].set(jnp.clip(
+            lam_i[2] - inverse[2] * sigma[2], -bound[i], bound[i]))
+        return jnp.where(bilateral[i], rows,
+                         jnp.where(box[i], boxed, contact_update(block, sigma, lam_i, mu)))
+
+    return update
 
 
 class PGSState(eqx.Module):

@@ -101,8 +101,9 @@ class ContactProblem(eqx.Module):
         all three rows carry a force of any sign and ``σ = 0`` (rows a constraint leaves unused
         have zero Jacobian rows, so their force is 0). Default 0.
         The slots are laid out ``[cones | unilateral | box | bilateral]``; ``0 ≤ n_f + n_b + n_e
-        ≤ n``. Only :class:`~jaxsim_contact.contact.ADMM` (and the implicit and unrolled
-        derivatives) solves problems with box or bilateral slots.
+        ≤ n``. :class:`~jaxsim_contact.contact.ADMM` and :class:`~jaxsim_contact.contact.PGS`
+        solve problems with box or bilateral slots (differentiated by the implicit or unrolled
+        rule); the other solvers refuse them by name.
       bound: ``None`` or ``(n,)`` force bounds ``b ≥ 0`` of the box slots (N in force units);
         ignored elsewhere. Stored as ``(n,)``, zero by default.
       delassus_factor: ``None`` or a ``(3n, k)`` factor ``B`` with ``G = B Bᵀ`` (for a multibody,

@@ -1,5 +1,5 @@
-"""Box (dry friction) and bilateral (equality) slots of a contact problem (issue 48): ADMM solves
-them, the criteria are zero at the solution, and the implicit derivative agrees with central
+"""Box (dry friction) and bilateral (equality) slots of a contact problem (issue 48): ADMM and PGS
+solve them (to the same solution), the criteria are zero at the solution, and the implicit derivative agrees with central
 differences (forward mode) and with its transpose (reverse mode). Other solvers refuse them by
 name.
 """
@@ -30,12 +30,16 @@ def _free_velocity(seed=2):
     return jnp.asarray(np.random.default_rng(seed).normal(size=15))
 
 
+SOLVERS = {"admm": SOLVER, "pgs": jc.contact.PGS(tolerance=1e-12, max_iterations=20_000)}
+
+
+@pytest.mark.parametrize("solver", sorted(SOLVERS))
 @pytest.mark.parametrize("box_bound", [0.3, 50.0])  # the box at its bound; inside it
-def test_admm_solves_box_and_bilateral_slots(box_bound):
+def test_admm_and_pgs_solve_box_and_bilateral_slots(box_bound, solver):
     g = _free_velocity()
     bound = jnp.asarray([0.0, 0.0, 0.0, box_bound, 0.0])
     problem = _problem(g, bound)
-    solution = solve(problem, SOLVER)
+    solution = solve(problem, SOLVERS[solver])
     force = np.asarray(solution.force)
     sigma = (np.asarray(problem.delassus) @ force.reshape(-1) + np.asarray(g)).reshape(5, 3)
     assert bool(solution.converged) and float(solution.criterion) <= 1e-12
@@ -46,6 +50,8 @@ def test_admm_solves_box_and_bilateral_slots(box_bound):
         assert force[3, 2] * sigma[3, 2] < 0  # ... opposing the motion
     else:
         assert abs(force[3, 2]) < box_bound and abs(sigma[3, 2]) < 1e-11  # holds: no motion
+    reference = np.asarray(solve(problem, SOLVER).force)
+    np.testing.assert_allclose(force, reference, atol=1e-9)  # the same solution either way
 
 
 def test_implicit_derivative_of_box_and_bilateral_slots():
@@ -72,8 +78,8 @@ def test_implicit_derivative_of_box_and_bilateral_slots():
 
 def test_other_solvers_refuse_box_and_bilateral_slots():
     problem = _problem(_free_velocity(), jnp.asarray([0.0, 0.0, 0.0, 0.3, 0.0]))
-    with pytest.raises(NotImplementedError, match="PGS does not solve box"):
-        solve(problem, jc.contact.PGS())
+    with pytest.raises(NotImplementedError, match="PrimalNewton does not solve box"):
+        solve(problem, jc.contact.PrimalNewton())
     with pytest.raises(NotImplementedError, match="RelaxedComplementarity gradient rule"):
         solve(problem, SOLVER, gradient=jc.contact.RelaxedComplementarity(relaxation=1e-3))
 

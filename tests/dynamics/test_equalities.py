@@ -374,6 +374,10 @@ def test_bad_equality_and_friction_input_is_named():
     newton = model.replace_options(solver=jc.contact.PrimalNewton())
     with pytest.raises(NotImplementedError, match="PrimalNewton.*bilateral"):
         jc.step(newton, jc.init(newton), jnp.zeros(1))
+    # PGS solves the same rows: the fingers stay mirrored
+    pgs = model.replace_options(solver=jc.contact.PGS(max_iterations=200))
+    state = jax.jit(jc.step)(pgs, jc.init(pgs), jnp.asarray([0.5]))
+    assert abs(float(state.q[0] + state.q[1])) < 1e-10 and abs(float(state.q[0])) > 0
 
 
 def test_incompatible_equalities_give_the_least_squares_compromise_and_a_bit():
