@@ -502,9 +502,11 @@ class Equalities(eqx.Module):
         object 2's (m); weld: the anchor on object 2 (m), object 2's position in object 1's frame
         (m), the relative orientation quaternion and the torque scale; joint / tendon: the
         coefficients ``c0..c4`` of ``x1 − x1_ref = Σ c_k (x2 − x2_ref)^k``.
-      active ``(neq,)`` bool: which constraints hold (MuJoCo ``eq_active``); switch them at run
-        time with ``eqx.tree_at(lambda m: m.equalities.active, model, new_mask)`` — a dynamic
-        mask, no recompilation.
+      active ``(neq,)``: 1 where the constraint holds, 0 where it is off (MuJoCo ``eq_active``);
+        switch them at run time with ``eqx.tree_at(lambda m: m.equalities.active, model,
+        new_mask.astype(model.dtype))`` — a dynamic mask, no recompilation. Stored in the model's
+        floating dtype rather than as bools so that ``jax.grad`` with respect to a whole model
+        works (its derivative is zero); :meth:`is_active` reads it.
     Static:
       names, kind (:class:`EqualityKind`), object1, object2: the bodies (world: 0), sites,
       joints or tendons constrained (``object2`` ``None`` for a joint / tendon constraint on one
@@ -523,10 +525,14 @@ class Equalities(eqx.Module):
     def neq(self) -> int:
         return len(self.kind)
 
+    def is_active(self) -> jax.Array:
+        """``(neq,)`` bool: the constraints switched on (``active > 0.5``)."""
+        return self.active > 0.5
+
     @classmethod
     def empty(cls, dtype=jnp.float64) -> "Equalities":
         """No equality constraint."""
-        return cls(data=jnp.zeros((0, 11), dtype), active=jnp.zeros((0,), bool), names=(),
+        return cls(data=jnp.zeros((0, 11), dtype), active=jnp.zeros((0,), dtype), names=(),
                    kind=(), object1=(), object2=(), on_sites=())
 
 

@@ -67,7 +67,7 @@ PRODUCERS: tuple[Producer, ...] = (
              lambda model, state, smooth, dt, margin, all_far: (
                  friction_rows.friction_rows(model, smooth), jnp.zeros((), bool))),
     Producer("equalities", equality_rows.equality_slots,
-             lambda model, state, smooth, dt, margin: jnp.any(model.equalities.active),
+             lambda model, state, smooth, dt, margin: jnp.any(model.equalities.is_active()),
              lambda model, state, smooth, dt, margin, all_far: (
                  equality_rows.equality_rows(model, state.q, smooth), jnp.zeros((), bool))),
 )

@@ -246,7 +246,7 @@ def equality_rows(model: Model, q: jax.Array, smooth) -> EqualityRows:
     error, jacobian = equality_errors(model, q, smooth.kinematics, smooth.motion_axes, smooth.tendon)
     count = error.shape[0]
     dtype = q.dtype
-    active = model.equalities.active[slot_equality(model)]
+    active = model.equalities.is_active()[slot_equality(model)]
     base = (KEY_STRIDE * collision_structure(model).num_pairs + len(limited_joints(model))
             + len(limited_tendons(model)) + friction_slots(model))
     return EqualityRows(

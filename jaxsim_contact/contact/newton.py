@@ -56,6 +56,13 @@ enter with their normal row only: the projection onto the ``μ = 0`` cone is ``(
 whatever ``x_T`` is, so their tangent rows never reach ``λ``, ``ℓ``, ``∇ℓ`` or ``H`` (on the
 humanoid's 8 contact and 21 limit slots: 45 rows instead of 87).
 
+Box and bilateral slots (``num_box``, ``num_bilateral``) enter row by row like the frictionless
+normals, with their own projection of the scaled row: ``clip(x, ±b √R_N)`` for a box (its normal
+row only), the identity for each of a bilateral slot's three rows; ``∂P`` is 1 inside the bounds.
+The objective's term of such a row is ``h(x) = P(x)·x − ½ P(x)²``, the conjugate of the set's
+indicator plus ``½‖·‖²`` (it equals ``½ P(x)²`` only on a cone); gradient and Hessian keep the
+same form. The forces are those of the CCP with these sets (ADMM-CCP's, measured to 1e-13).
+
 Compliance must be positive (the primal is "viable only when R is non-null"): rows with
 ``R < min_compliance × tr(G)/3n`` are raised to that floor. The per-contact tangential compliance is
 ``R_T = √(R_t1 R_t2)`` (Drake's model has ``R_t1 = R_t2``).
@@ -105,6 +112,9 @@ class NewtonState(eqx.Module):
       scaled: ``x = −D⁻¹ (A v + g)`` ``(r,)`` at ``v``;
       gradient: ``∇ℓ(v) = v − Aᵀ λ(v)`` ``(k,)``; gradient_round_off: scalar bound of its
         evaluation error (module docstring).
+      single_lower, single_upper: with box or bilateral slots, the bounds ``(r_f,)`` of the
+        scaled rows stored one by one (frictionless ``[0, ∞)``, box ``±b √R``, bilateral
+        ``(−∞, ∞)``); ``None`` otherwise (frictionless rows only: ``max(x, 0)``).
     The step-invariant scalings are computed once, in ``init``: a division or a square root costs
     several multiplications.
     """
@@ -120,16 +130,20 @@ class NewtonState(eqx.Module):
     scaled: jax.Array
     gradient: jax.Array
     gradient_round_off: jax.Array
+    single_lower: jax.Array | None = None
+    single_upper: jax.Array | None = None
 
 
 def _stored_rows(problem: ContactProblem, z):
     """The rows ``(r, ...)`` stored by :class:`NewtonState` of the problem's rows ``z``
-    ``(3n, ...)``: the normal row alone of each frictionless contact."""
-    nf = problem.num_frictionless
-    if nf == 0:
+    ``(3n, ...)``: the three rows of each cone, the normal row alone of each frictionless and box
+    slot, the three rows of each bilateral slot."""
+    single = problem.num_frictionless + problem.num_box
+    if single == 0 and problem.num_bilateral == 0:
         return z
-    nc3 = 3 * (problem.num_contacts - nf)
-    return jnp.concatenate([z[:nc3], z[nc3:].reshape((nf, 3) + z.shape[1:])[:, 2]])
+    nc3 = 3 * problem.num_cones
+    normals = z[nc3:nc3 + 3 * single].reshape((single, 3) + z.shape[1:])[:, 2]
+    return jnp.concatenate([z[:nc3], normals, z[nc3 + 3 * single:]])
 
 
 def _split(problem: ContactProblem, z):
@@ -137,7 +151,7 @@ def _split(problem: ContactProblem, z):
     with friction, and ``zf`` ``(n_f,)``, the frictionless normals. Slices of a vector: they
     fuse into their consumers (padding the frictionless contacts' tangents with zeros made
     XLA:CPU emit a concatenation per call)."""
-    nc3 = 3 * (problem.num_contacts - problem.num_frictionless)
+    nc3 = 3 * problem.num_cones
     return z[0:nc3:3], z[1:nc3:3], z[2:nc3:3], z[nc3:]
 
 
@@ -145,6 +159,55 @@ def _join(z1, z2, zn, zf):
     """Inverse of :func:`_split`."""
     head = jnp.stack([z1, z2, zn], axis=1).reshape(-1)
     return head if zf.shape[0] == 0 else jnp.concatenate([head, zf])
+
+
+def _single_bounds(problem: ContactProblem, R: jax.Array):
+    """``(lower, upper)`` ``(r_f,)`` bounds of the single rows in the scaled variable
+    ``x = D y`` (``λ = D⁻¹ P(x)``, ``D = R^{1/2}``): frictionless ``[0, ∞)``, box ``±b √R_N``,
+    bilateral unbounded; ``(None, None)`` without box or bilateral slots."""
+    if not problem.has_box_or_bilateral:
+        return None, None
+    dtype = R.dtype
+    nc, nf, nb, ne = problem.num_cones, problem.num_frictionless, problem.num_box, problem.num_bilateral
+    inf = jnp.full((), jnp.inf, dtype)
+    box_bound = problem.bound[nc + nf:nc + nf + nb] * jnp.sqrt(R.reshape(-1, 3)[nc + nf:nc + nf + nb, 2])
+    lower = jnp.concatenate([jnp.zeros((nf,), dtype), -box_bound, jnp.full((3 * ne,), -inf)])
+    upper = jnp.concatenate([jnp.full((nf,), inf), box_bound, jnp.full((3 * ne,), inf)])
+    return lower, upper
+
+
+def _project_single(state, x):
+    """The single rows' projection: ``max(x, 0)`` (frictionless rows only) or ``clip`` onto
+    their bounds (:func:`_single_bounds`)."""
+    if state.single_lower is None:
+        return jnp.maximum(x, 0.0)
+    return jnp.clip(x, state.single_lower, state.single_upper)
+
+
+def _single_interior(state, x):
+    """Where the single rows' projection has derivative 1 (0 elsewhere)."""
+    if state.single_lower is None:
+        return x > 0
+    return (x > state.single_lower) & (x < state.single_upper)
+
+
+def _single_criteria(problem: ContactProblem, force, velocity, frictionless_worst):
+    """Per stored single row: the frictionless rows' CCP criterion, the box rows' and the
+    bilateral rows' (as :func:`~jaxsim_contact.contact.problem.contact_residuals`), and which
+    rows belong to an active slot."""
+    nc, nf, nb, ne = problem.num_cones, problem.num_frictionless, problem.num_box, problem.num_bilateral
+    bound = problem.bound[nc + nf:nc + nf + nb]
+    lam_b, sig_b = force[nf:nf + nb], velocity[nf:nf + nb]
+    box_dual = jnp.where(lam_b > 0, jnp.maximum(sig_b, 0.0),
+                         jnp.where(lam_b < 0, jnp.maximum(-sig_b, 0.0), jnp.abs(sig_b)))
+    box = jnp.maximum(jnp.maximum(jnp.maximum(jnp.abs(lam_b) - bound, 0.0), box_dual),
+                      jnp.maximum(bound - jnp.abs(lam_b), 0.0) * jnp.abs(sig_b))
+    bilateral = jnp.abs(velocity[nf + nb:])
+    worst = jnp.concatenate([frictionless_worst[:nf], box, bilateral])
+    active = problem.active[nc:]
+    rows_active = jnp.concatenate([active[:nf + nb], jnp.repeat(active[nf + nb:], 3)])
+    del ne
+    return worst, rows_active
 
 
 class PrimalNewton(ContactSolver):
@@ -205,11 +268,19 @@ class PrimalNewton(ContactSolver):
         """``(p1, p2, pn, pf)`` (as :func:`_split`): the projection of the scaled rows ``x`` onto
         ``K'``, and onto ``R₊`` for the frictionless normals."""
         x1, x2, xn, xf = _split(problem, x)
-        return (*project_cone_components(x1, x2, xn, state.scaled_friction), jnp.maximum(xf, 0.0))
+        return (*project_cone_components(x1, x2, xn, state.scaled_friction),
+                _project_single(state, xf))
 
     def _objective(self, problem, state, v):
-        p = self._project(problem, state, self._scaled(state, v))
-        return 0.5 * v @ v + 0.5 * sum(jnp.sum(c * c) for c in p)
+        x = self._scaled(state, v)
+        p = self._project(problem, state, x)
+        if not problem.has_box_or_bilateral:
+            return 0.5 * v @ v + 0.5 * sum(jnp.sum(c * c) for c in p)
+        # h(x) = max_{p ∈ C} p·x − ½‖p‖² = P(x)·x − ½‖P(x)‖²: ½‖P(x)‖² on a cone (x − P(x) ⊥ P(x)),
+        # not on a box or a bilateral row
+        xf, pf = _split(problem, x)[3], p[3]
+        return (0.5 * v @ v + 0.5 * sum(jnp.sum(c * c) for c in p[:3])
+                + jnp.sum(pf * xf - 0.5 * pf * pf))
 
     def _at(self, problem, state, v):
         """``state`` moved to ``v``: ``x``, force ``λ(v)``, ``∇ℓ(v)`` and its round-off bound."""
@@ -229,8 +300,10 @@ class PrimalNewton(ContactSolver):
         rows = _join(cone_error, cone_error, cone_error, ef * df) + eps * jnp.abs(force_rows)
         force = jnp.stack([f1, f2, fn], axis=1)
         if ff.shape[0]:
-            zero = jnp.zeros_like(ff)
-            force = jnp.concatenate([force, jnp.stack([zero, zero, ff], axis=1)])
+            single = problem.num_frictionless + problem.num_box
+            zero = jnp.zeros_like(ff[:single])
+            force = jnp.concatenate([force, jnp.stack([zero, zero, ff[:single]], axis=1),
+                                     ff[single:].reshape(-1, 3)])
         return eqx.tree_at(
             lambda s: (s.v, s.force, s.scaled, s.gradient, s.gradient_round_off), state,
             (v, force, x, gradient, jnp.linalg.norm(state.abs_sqrt_delassus.T @ rows)))
@@ -265,7 +338,7 @@ class PrimalNewton(ContactSolver):
                                                                        jnp.finfo(dtype).tiny)
         R = jnp.maximum(problem.compliance, floor).reshape(-1, 3)
         r_t = jnp.sqrt(R[:, 0] * R[:, 1])
-        nc = problem.num_contacts - problem.num_frictionless
+        nc = problem.num_cones
         scaled_friction = problem.friction[:nc] * jnp.sqrt(r_t[:nc] / R[:nc, 2])
         R = jnp.stack([r_t, r_t, R[:, 2]], axis=1).reshape(m)
         A = _stored_rows(problem, A)
@@ -278,16 +351,21 @@ class PrimalNewton(ContactSolver):
         state = NewtonState(v, warm_force, A, jnp.abs(A), offset,
                             _stored_rows(problem, problem.compliance),
                             1.0 / jnp.sqrt(_stored_rows(problem, R)), scaled_friction,
-                            jnp.zeros_like(offset), jnp.zeros_like(v), jnp.zeros((), dtype))
-        # ℓ(0) = ½‖P(−D⁻¹ g)‖² needs no product with A
-        p0 = self._project(problem, state, -state.offset * state.inverse_sqrt_compliance)
-        cold_is_better = 0.5 * sum(jnp.sum(c * c) for c in p0) < self._objective(problem, state, v)
+                            jnp.zeros_like(offset), jnp.zeros_like(v), jnp.zeros((), dtype),
+                            *_single_bounds(problem, R))
+        # ℓ(0) = ½‖P(−D⁻¹ g)‖² needs no product with A (cones and frictionless rows)
+        if problem.has_box_or_bilateral:
+            cold = self._objective(problem, state, jnp.zeros_like(v))
+        else:
+            p0 = self._project(problem, state, -state.offset * state.inverse_sqrt_compliance)
+            cold = 0.5 * sum(jnp.sum(c * c) for c in p0)
+        cold_is_better = cold < self._objective(problem, state, v)
         return self._at(problem, state, jnp.where(cold_is_better, 0.0, v))
 
     def step(self, problem, state):
         A = state.sqrt_delassus
         k = A.shape[1]
-        n, nc = problem.num_contacts, problem.num_contacts - problem.num_frictionless
+        n, nc = problem.num_contacts, problem.num_cones
         d1, d2, dn, df = _split(problem, state.inverse_sqrt_compliance)
         x1, x2, xn, xf = _split(problem, state.scaled)
         j11, j12, j1n, j22, j2n, jnn = project_cone_jacobian_components(x1, x2, xn, state.scaled_friction)
@@ -299,8 +377,9 @@ class PrimalNewton(ContactSolver):
         A3 = A[:3 * nc].reshape(nc, 3, k)
         WA = sum(jnp.stack([w[a][c] for a in range(3)], axis=1)[:, :, None] * A3[:, None, c, :]
                  for c in range(3)).reshape(3 * nc, k)
-        if n > nc:  # ∂ max(x, 0) / R
-            WA = jnp.concatenate([WA, jnp.where(xf > 0, df * df, 0.0)[:, None] * A[3 * nc:]])
+        if n > nc:  # ∂ max(x, 0) / R (∂ of the single rows' projection)
+            WA = jnp.concatenate([WA, jnp.where(_single_interior(state, xf), df * df, 0.0)[:, None]
+                                  * A[3 * nc:]])
         H = jnp.eye(k, dtype=A.dtype) + A.T @ WA
         L = jnp.linalg.cholesky(H)
         grad = state.gradient  # at v, from _at (init or the previous step)
@@ -347,9 +426,9 @@ class PrimalNewton(ContactSolver):
                 inside, jnp.abs(y1 * s1) + jnp.abs(y2 * s2) + jnp.abs(yn * sn), surface_abs))
             # frictionless normals: P = max(y, 0), ∂P = [y > 0]
             yf = xf - alpha * sf
-            pf = jnp.maximum(yf, 0.0)
+            pf = _project_single(state, yf)
             ps = jnp.sum(ps) + jnp.sum(pf * sf)
-            sps = jnp.sum(sps) + jnp.sum(jnp.where(yf > 0, sf * sf, 0.0))
+            sps = jnp.sum(sps) + jnp.sum(jnp.where(_single_interior(state, yf), sf * sf, 0.0))
             scale_terms = jnp.abs(v_dv) + alpha * dv_dv + jnp.sum(abs_ps) + jnp.sum(jnp.abs(pf * sf))
             return v_dv + alpha * dv_dv - ps, dv_dv + sps, scale_terms
 
@@ -400,9 +479,9 @@ class PrimalNewton(ContactSolver):
         product with ``A``). The tangent velocities of frictionless contacts, which it does not
         store, do not enter the CCP criterion: ``μ = 0`` makes the force's tangents 0 and the
         cone the normal half-line, whose projection ignores tangents."""
-        nc = problem.num_contacts - problem.num_frictionless
+        nc = problem.num_cones
         l1, l2, ln = state.force[:nc, 0], state.force[:nc, 1], state.force[:nc, 2]
-        lf = state.force[nc:, 2]
+        lf = _split(problem, _stored_rows(problem, state.force.reshape(-1)))[3]
         force_rows = _join(l1, l2, ln, lf)
         sigma = (state.sqrt_delassus @ (state.v - state.gradient) + state.compliance * force_rows
                  + state.offset)
@@ -417,8 +496,11 @@ class PrimalNewton(ContactSolver):
         worst = jnp.maximum(jnp.maximum(primal, dual), complementarity)
         # frictionless (μ = 0): K is the normal half-line and λ_T = 0
         worst_f = jnp.maximum(jnp.maximum(jnp.maximum(-lf, 0.0), jnp.maximum(-sf, 0.0)), jnp.abs(lf * sf))
+        active_f = problem.active[nc:]
+        if problem.has_box_or_bilateral:
+            worst_f, active_f = _single_criteria(problem, lf, sf, worst_f)
         return jnp.maximum(jnp.max(jnp.where(problem.active[:nc], worst, 0.0), initial=0.0),
-                           jnp.max(jnp.where(problem.active[nc:], worst_f, 0.0), initial=0.0))
+                           jnp.max(jnp.where(active_f, worst_f, 0.0), initial=0.0))
 
     def at_precision_limit(self, problem, state):
         margin = jnp.asarray(self.round_off_margin, state.v.dtype)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import jax
 
 from .admm import ADMM
+from .newton import PrimalNewton
 from .pgs import PGS
 from .defaults import unrolled_solver
 from .gradients import checked_solver, solution
@@ -81,8 +82,9 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
       zero force, zero derivatives and ``converged=False``.
     Raises:
       NotImplementedError: the problem has box or bilateral slots (``num_box``,
-        ``num_bilateral``) and the solver is neither :class:`~jaxsim_contact.contact.ADMM` nor
-        :class:`~jaxsim_contact.contact.PGS`, or the gradient is a smoothed rule.
+        ``num_bilateral``) and the solver is not :class:`~jaxsim_contact.contact.ADMM`,
+        :class:`~jaxsim_contact.contact.PGS` or :class:`~jaxsim_contact.contact.PrimalNewton`, or
+        the gradient is a smoothed rule.
     """
     solver = checked_solver(solver, gradient)
     if problem.has_box_or_bilateral:
@@ -102,14 +104,14 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
 
 
 def _check_box_and_bilateral_support(solver: ContactSolver, gradient) -> None:
-    """Box (dry friction) and bilateral (equality) slots are solved by ADMM and PGS, differentiated
+    """Box (dry friction) and bilateral (equality) slots are solved by ADMM, PGS and PrimalNewton, differentiated
     by the implicit or the unrolled rule; anything else raises by name instead of solving another
     problem."""
-    if not isinstance(solver, (ADMM, PGS)):
+    if not isinstance(solver, (ADMM, PGS, PrimalNewton)):
         raise NotImplementedError(
             f"{type(solver).__name__} does not solve box (frictionloss) or bilateral (equality "
             "constraint) rows yet; this model has some: use jc.contact.ADMM (the default step "
-            "solver) or jc.contact.PGS, e.g. model.replace_options(solver=jc.contact.ADMM())")
+            "solver), jc.contact.PGS or jc.contact.PrimalNewton, e.g. model.replace_options(solver=jc.contact.ADMM())")
     if not isinstance(gradient, str):
         raise NotImplementedError(
             f"the {type(gradient).__name__} gradient rule does not cover box (frictionloss) or "

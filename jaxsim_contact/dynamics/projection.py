@@ -41,7 +41,7 @@ def project_equalities(model: Model, q: jax.Array, cholesky_inverse: jax.Array):
     axes = motion_axes(model, kin)
     tendon = tendon_kinematics(model, q, kin, axes)
     error, jacobian = equality_errors(model, q, kin, axes, tendon)
-    active = model.equalities.active[slot_equality(model)]
+    active = model.equalities.is_active()[slot_equality(model)]
     error = jnp.where(active[:, None], error, 0.0).reshape(-1)
     jacobian = jnp.where(active[:, None, None], jacobian, 0.0).reshape(error.shape[0], model.nv)
     factor = jacobian @ cholesky_inverse.T  # B = J L⁻ᵀ

@@ -304,7 +304,7 @@ def _equalities_from_mjmodel(mj, arr) -> Equalities:
     return Equalities(
         data=arr(np.asarray(mj.eq_data, dtype=np.float64).reshape(mj.neq, 11 if mj.neq == 0 else -1)[:, :11],
                  (mj.neq, 11)),
-        active=jnp.asarray(np.asarray(mj.eq_active0, dtype=bool).reshape(mj.neq)),
+        active=arr(np.asarray(mj.eq_active0, dtype=np.float64), (mj.neq,)),
         names=tuple(mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_EQUALITY, i) or ""
                     for i in range(mj.neq)),
         kind=tuple(_EQUALITY_FROM_MJ[int(t)] for t in mj.eq_type),

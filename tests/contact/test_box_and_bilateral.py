@@ -1,5 +1,5 @@
 """Box (dry friction) and bilateral (equality) slots of a contact problem (issue 48): ADMM and PGS
-solve them (to the same solution), the criteria are zero at the solution, and the implicit derivative agrees with central
+solve them (to the same solution), PrimalNewton their compliant CCP (ADMM-CCP's solution), the criteria are zero at the solution, and the implicit derivative agrees with central
 differences (forward mode) and with its transpose (reverse mode). Other solvers refuse them by
 name.
 """
@@ -76,10 +76,31 @@ def test_implicit_derivative_of_box_and_bilateral_slots():
     assert float(jnp.sum(cotangent * tangent)) == pytest.approx(float(cg @ dg + cbound @ dbound), rel=1e-9)
 
 
+@pytest.mark.parametrize("line_search", ["exact", "armijo"])
+def test_primal_newton_solves_compliant_box_and_bilateral_slots(line_search):
+    """PrimalNewton solves the compliant CCP; with box and bilateral rows (and cones, a limit) it
+    gives ADMM-CCP's forces, with a dense Delassus matrix and with its factor."""
+    rng = np.random.default_rng(1)
+    factor = rng.normal(size=(15, 4))
+    G = factor @ factor.T + 0.1 * np.eye(15)
+    for bound in (0.3, 50.0):
+        kwargs = dict(num_frictionless=1, num_box=1, num_bilateral=1, compliance=1e-2,
+                      bound=jnp.asarray([0.0, 0.0, 0.0, bound, 0.0]))
+        mu = jnp.asarray([0.5, 0.8, 0.0, 0.0, 0.0])
+        dense = ContactProblem(G, _free_velocity(), mu, **kwargs)
+        factored = ContactProblem(G, _free_velocity(), mu, delassus_factor=np.linalg.cholesky(G), **kwargs)
+        reference = solve(dense, jc.contact.ADMM("ccp", tolerance=1e-13, max_iterations=20_000)).force
+        newton = jc.contact.PrimalNewton(tolerance=1e-10, line_search=line_search)
+        for problem in (dense, factored):
+            solution = solve(problem, newton)
+            assert bool(solution.converged)
+            np.testing.assert_allclose(solution.force, reference, atol=1e-10)
+
+
 def test_other_solvers_refuse_box_and_bilateral_slots():
     problem = _problem(_free_velocity(), jnp.asarray([0.0, 0.0, 0.0, 0.3, 0.0]))
-    with pytest.raises(NotImplementedError, match="PrimalNewton does not solve box"):
-        solve(problem, jc.contact.PrimalNewton())
+    with pytest.raises(NotImplementedError, match="StaggeredProjections does not solve box"):
+        solve(problem, jc.contact.StaggeredProjections())
     with pytest.raises(NotImplementedError, match="RelaxedComplementarity gradient rule"):
         solve(problem, SOLVER, gradient=jc.contact.RelaxedComplementarity(relaxation=1e-3))
 
