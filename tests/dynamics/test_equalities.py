@@ -431,3 +431,25 @@ def test_no_nan_over_random_states_with_every_new_row_kind():
     assert not np.any(np.asarray(error) & jc.ErrorFlag.NON_FINITE_STATE)
     for grad in grads:
         assert np.all(np.isfinite(np.asarray(grad)))
+
+
+BAD_BASE = """<mujoco><worldbody><site name="s0"/><body name="b"><joint name="j"/>
+  <geom name="box" type="box" size=".1 .1 .1"/><geom name="ball" size=".1" pos="1 0 0"/>
+  <site name="s1" pos="0 0 1"/></body></worldbody>{extra}</mujoco>"""
+
+
+@pytest.mark.parametrize("extra, pattern", [
+    ('<tendon><spatial><site site="s0"/><site site="nope"/></spatial></tendon>', r"site 'nope' not found"),
+    ('<tendon><spatial><site site="s0"/><geom geom="box"/><site site="s1"/></spatial></tendon>',
+     r"geom 'box'.*not sphere or cylinder"),
+    ('<equality><weld body1="b" body2="b"/></equality>', r"'b' is repeated in equality"),
+    ('<equality><joint joint1="j" polycoef="nan 1 0 0 0"/></equality>', r"equality #0 has non-finite"),
+])
+def test_bad_tendon_and_equality_input_is_a_named_load_error(extra, pattern):
+    """A tendon through a site that does not exist, a wrap geom that is not a sphere or cylinder,
+    a weld of a body to itself, a polynomial with a non-finite coefficient: a ModelError naming
+    the file and the element at load."""
+    path = _write(BAD_BASE.format(extra=extra))
+    with pytest.raises(jc.io.ModelError, match=pattern) as info:
+        jc.load(path)
+    assert str(path) in str(info.value)
