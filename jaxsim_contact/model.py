@@ -547,10 +547,16 @@ class Model(eqx.Module):
         ``q = qpos0`` (before its joints act).
       body_mass ``(nbody,)``; body_ipos ``(nbody, 3)``, body_iquat ``(nbody, 4)``: centre of mass
         and principal inertia axes in the body frame; body_inertia ``(nbody, 3)``: principal
-        moments about the centre of mass.
+        moments about the centre of mass; body_gravcomp ``(nbody,)``: MuJoCo's gravity
+        compensation, an upward force of that fraction of the body's weight at its centre of
+        mass, for the bodies of the static ``gravcomp_bodies`` (those with a nonzero value when
+        the model was built); it is a passive force, or an actuator force on the joints of
+        ``joint_actuator_gravcomp`` (MuJoCo ``actuatorgravcomp``).
     Joints (position of the anchor and the axis in the body frame):
       joint_pos ``(njnt, 3)``, joint_axis ``(njnt, 3)`` (unit), joint_range ``(njnt, 2)``,
-      joint_stiffness ``(njnt,)``; qpos0 ``(nq,)`` reference configuration (hinge/slide angles are
+      joint_stiffness ``(njnt,)``; joint_actuator_force_range ``(njnt, 2)``: range of the total
+        actuator force on the hinge / slide joints of the static ``joint_actuator_force_limited``
+        (MuJoCo ``actuatorfrcrange``; a URDF ``effort`` limit becomes one), N·m or N; qpos0 ``(nq,)`` reference configuration (hinge/slide angles are
       measured from it); qpos_spring ``(nq,)`` spring rest configuration.
     Dofs:
       dof_armature, dof_damping, dof_frictionloss ``(nv,)``; dry friction is a box row of the
@@ -583,11 +589,13 @@ class Model(eqx.Module):
     body_ipos: jax.Array
     body_iquat: jax.Array
     body_inertia: jax.Array
+    body_gravcomp: jax.Array
 
     joint_pos: jax.Array
     joint_axis: jax.Array
     joint_range: jax.Array
     joint_stiffness: jax.Array
+    joint_actuator_force_range: jax.Array
     qpos0: jax.Array
     qpos_spring: jax.Array
 
@@ -644,6 +652,12 @@ class Model(eqx.Module):
     collision: Any = eqx.field(static=True, default=None)
     #: dofs with a dry-friction row (``dof_frictionloss > 0`` when the model was built)
     frictionloss_dofs: tuple[int, ...] = eqx.field(static=True, default=())
+    #: bodies with gravity compensation (``body_gravcomp != 0`` when the model was built)
+    gravcomp_bodies: tuple[int, ...] = eqx.field(static=True, default=())
+    #: hinge / slide joints whose total actuator force is clamped (MuJoCo ``actuatorfrclimited``)
+    joint_actuator_force_limited: tuple[int, ...] = eqx.field(static=True, default=())
+    #: joints whose gravity compensation is an actuator force (MuJoCo ``actuatorgravcomp``)
+    joint_actuator_gravcomp: tuple[int, ...] = eqx.field(static=True, default=())
 
     # --- counts -----------------------------------------------------------------------------
     @property

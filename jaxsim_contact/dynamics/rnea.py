@@ -28,7 +28,8 @@ from .spatial import cross_force, cross_motion
 from .tendons import tendon_forces, tendon_kinematics
 from .._precision import full_precision_matmuls
 
-__all__ = ["bias_forces", "bias_forces_from_kinematics", "passive_forces", "actuator_forces"]
+__all__ = ["bias_forces", "bias_forces_from_kinematics", "passive_forces", "actuator_forces",
+           "gravity_compensation"]
 
 
 def bias_forces_from_kinematics(
@@ -90,12 +91,50 @@ def _tendons_at(model: Model, q: jax.Array, tendon):
     return tendon_kinematics(model, q, kin, motion_axes(model, kin))
 
 
-def passive_forces(model: Model, q: jax.Array, v: jax.Array, tendon=None) -> jax.Array:
+def gravity_compensation(model: Model, kin: Kinematics, axes: jax.Array) -> jax.Array:
+    """``(nv,)`` generalized force of MuJoCo's body gravity compensation (``qfrc_gravcomp``): on
+    each body of ``model.gravcomp_bodies`` the force ``−gravcomp · m · g`` at its centre of mass,
+    mapped by that point's Jacobian (``(v_O + ω × c) · F`` per dof moving the body)."""
+    dtype = kin.body_pos.dtype
+    bodies = np.asarray(model.gravcomp_bodies, dtype=np.int64)
+    if bodies.size == 0:
+        return jnp.zeros((model.nv,), dtype)
+    force = (-model.body_gravcomp.astype(dtype)[bodies] * model.body_mass.astype(dtype)[bodies])[:, None] \
+        * model.options.gravity.astype(dtype)[None, :]  # (b, 3)
+    centre = kin.com_pos[bodies]
+    # (v_O + ω × c) · F = v_O · F + ω · (c × F)
+    lever = jnp.concatenate([jnp.cross(centre, force), force], axis=-1)  # (b, 6) like axes' [ω; v_O]
+    moves = jnp.asarray(model.tree.dof_moves_body, dtype=dtype)[bodies]  # (b, nv)
+    return jnp.sum((lever @ axes.T) * moves, axis=0)
+
+
+def _actuated_gravcomp_dofs(model: Model) -> np.ndarray:
+    """Static ``(nv,)`` bool: dofs of the joints whose gravity compensation is an actuator force."""
+    mask = np.zeros(model.nv, dtype=bool)
+    for joint in model.joint_actuator_gravcomp:
+        start = model.tree.joint_dof_adr[joint]
+        mask[start:start + model.tree.joint_type[joint].nv] = True
+    return mask
+
+
+def _gravcomp_at(model: Model, q: jax.Array, kinematics, axes):
+    if not model.gravcomp_bodies:
+        return None
+    if kinematics is None:
+        kinematics = forward_kinematics(model, q)
+        axes = motion_axes(model, kinematics)
+    return gravity_compensation(model, kinematics, axes)
+
+
+def passive_forces(model: Model, q: jax.Array, v: jax.Array, tendon=None, kinematics=None,
+                   axes=None) -> jax.Array:
     """Passive forces ``(nv,)``: joint damping ``-damping · v``, hinge/slide springs
-    ``-stiffness · (q - qpos_spring)`` and the tendons' springs and dampers
+    ``-stiffness · (q - qpos_spring)``, the tendons' springs and dampers
     (:func:`~jaxsim_contact.dynamics.tendons.tendon_forces`; ``tendon``: the
-    :class:`~jaxsim_contact.dynamics.tendons.TendonKinematics` at ``q``, computed when omitted).
-    Equals MuJoCo's ``qfrc_passive`` (no fluid, no gravcomp: the loader rejects those)."""
+    :class:`~jaxsim_contact.dynamics.tendons.TendonKinematics` at ``q``, computed when omitted)
+    and gravity compensation (:func:`gravity_compensation`, except on the joints where it is an
+    actuator force; ``kinematics``, ``axes`` at ``q`` computed when omitted). Equals MuJoCo's
+    ``qfrc_passive`` (no fluid forces: the loader rejects them)."""
     dtype = v.dtype
     force = -model.dof_damping.astype(dtype) * v
     joints, qpos, dofs = _scalar_joint_dofs(model)
@@ -106,11 +145,14 @@ def passive_forces(model: Model, q: jax.Array, v: jax.Array, tendon=None) -> jax
         force = force.at[dofs].add(spring)
     if model.ntendon:
         force = force + tendon_forces(model, _tendons_at(model, q, tendon), v)
+    gravcomp = _gravcomp_at(model, q, kinematics, axes)
+    if gravcomp is not None:
+        force = force + jnp.where(jnp.asarray(_actuated_gravcomp_dofs(model)), 0.0, gravcomp)
     return force
 
 
 def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | None,
-                    tendon=None) -> jax.Array:
+                    tendon=None, kinematics=None, axes=None) -> jax.Array:
     """Generalised actuator forces ``(nv,)`` (MuJoCo ``qfrc_actuator``).
 
     For actuator ``k`` with gear ``g``: ``ctrl`` clamped to its range (if limited),
@@ -121,11 +163,17 @@ def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | 
     actuators so that their sum stays in the range (MuJoCo ``tendon_actfrcrange``). A torque
     motor has ``b = 0``; a position servo has ``gain = kp``, ``b = (0, -kp, -kv)``. ``tendon``:
     the tendon kinematics at ``q`` (computed when omitted and some actuator drives a tendon).
+    Gravity compensation of the joints with ``actuatorgravcomp`` is added here, as MuJoCo does
+    (``kinematics``, ``axes``: at ``q``, computed when omitted).
     """
     dtype = v.dtype
     out = jnp.zeros((model.nv,), dtype)
+    if model.joint_actuator_gravcomp:
+        gravcomp = _gravcomp_at(model, q, kinematics, axes)
+        if gravcomp is not None:
+            out = jnp.where(jnp.asarray(_actuated_gravcomp_dofs(model)), gravcomp, 0.0)
     if model.nu == 0:
-        return out
+        return _clamp_joint_totals(model, out)
     ctrl = jnp.asarray(ctrl, dtype)
     ctrl_range = model.actuator_ctrl_range.astype(dtype)
     ctrl = jnp.where(
@@ -161,7 +209,18 @@ def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | 
     out = out.at[dofs].add(gear[on_joint] * force[on_joint])
     if tendon_actuators.size:
         out = out + (gear[tendon_actuators] * force[tendon_actuators]) @ tendon.jacobian[target[tendon_actuators]]
-    return out
+    return _clamp_joint_totals(model, out)
+
+
+def _clamp_joint_totals(model: Model, out: jax.Array) -> jax.Array:
+    """The total actuator force on each hinge / slide joint of ``joint_actuator_force_limited``
+    clamped to its ``joint_actuator_force_range`` (MuJoCo ``actuatorfrcrange``)."""
+    joints = np.asarray(model.joint_actuator_force_limited, dtype=np.int64)
+    if joints.size == 0:
+        return out
+    dofs = np.asarray(model.tree.joint_dof_adr, dtype=np.int64)[joints]
+    limits = model.joint_actuator_force_range.astype(out.dtype)[joints]
+    return out.at[dofs].set(jnp.clip(out[dofs], limits[:, 0], limits[:, 1]))
 
 
 def _clamp_tendon_totals(model: Model, force, actuators: np.ndarray, tendons: np.ndarray):

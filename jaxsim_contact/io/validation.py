@@ -274,13 +274,16 @@ def check_compiled(mj, path: Path) -> None:
             raise InvalidMassError(f"{where} has mass {mass} (moved by a joint: {bool(moving[b])})")
         if moving[b] or mass > 0:
             _check_inertia(np.asarray(mj.body_inertia[b], dtype=float), where)
-        if mj.body_gravcomp[b] != 0:
-            raise UnsupportedFeatureError(
-                f"{where} has gravcomp={mj.body_gravcomp[b]}; gravity compensation is not supported"
-            )
+        if not np.isfinite(mj.body_gravcomp[b]):
+            raise InvalidMassError(f"{where} has gravcomp={mj.body_gravcomp[b]}")
 
     for j in range(mj.njnt):
         jtype = int(mj.jnt_type[j])
+        if mj.jnt_actfrclimited[j] and jtype in (0, 1):
+            raise UnsupportedFeatureError(
+                f"{path}: {describe('joint', name(mujoco.mjtObj.mjOBJ_JOINT, j), j)} has "
+                f"actuatorfrcrange {mj.jnt_actfrcrange[j].tolist()} on a free/ball joint; clamping "
+                "the total actuator force is supported on hinge/slide joints")
         if jtype in (0, 1) and mj.jnt_stiffness[j] != 0:
             raise UnsupportedFeatureError(
                 f"{path}: {describe('joint', name(mujoco.mjtObj.mjOBJ_JOINT, j), j)}: stiffness "

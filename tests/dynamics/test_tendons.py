@@ -230,3 +230,28 @@ def test_tendon_limit_is_a_hard_unilateral_constraint():
     assert worst_stretch <= 1e-8, worst_stretch
     assert worst_gain <= 1e-6, worst_gain
     np.testing.assert_allclose(float(state.q[0]), LIMIT_ANGLE, atol=1e-6)
+
+
+GRAVCOMP_XML = """
+<mujoco>
+  <worldbody>
+    <body pos="0 0 1"><freejoint/><geom size=".1" mass="2"/>
+      <body pos="0.3 0 0" gravcomp="0.5">
+        <joint name="h" type="hinge" axis="0 1 0" actuatorgravcomp="true" actuatorfrcrange="-1.5 1.5"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size=".03" mass="1"/>
+        <body pos="0.3 0 0" gravcomp="1"><joint type="ball"/><geom size=".05" pos="0.1 0 0" mass="0.5"/></body>
+      </body>
+    </body>
+  </worldbody>
+  <actuator><motor joint="h"/></actuator>
+</mujoco>
+"""
+
+
+def test_gravity_compensation_matches_mujoco():
+    """Body ``gravcomp`` (an upward force of that fraction of the weight at the centre of mass) in
+    qfrc_passive, and in qfrc_actuator on a joint with ``actuatorgravcomp``, clamped with the
+    motor's force by the joint's ``actuatorfrcrange`` (a URDF effort limit becomes one) — both
+    used to be ignored or refused (MJX's pendula.xml)."""
+    model = _compare(GRAVCOMP_XML, from_string=True)
+    assert model.gravcomp_bodies == (2, 3) and len(model.joint_actuator_gravcomp) == 1
