@@ -554,7 +554,8 @@ class Model(eqx.Module):
         ``joint_actuator_gravcomp`` (MuJoCo ``actuatorgravcomp``).
     Joints (position of the anchor and the axis in the body frame):
       joint_pos ``(njnt, 3)``, joint_axis ``(njnt, 3)`` (unit), joint_range ``(njnt, 2)``,
-      joint_stiffness ``(njnt,)``; joint_actuator_force_range ``(njnt, 2)``: range of the total
+      joint_stiffness ``(njnt,)`` (on free and ball joints a spring towards ``qpos_spring`` on the
+      position and on the orientation, for the static ``rotational_spring_joints``); joint_actuator_force_range ``(njnt, 2)``: range of the total
         actuator force on the hinge / slide joints of the static ``joint_actuator_force_limited``
         (MuJoCo ``actuatorfrcrange``; a URDF ``effort`` limit becomes one), N·m or N; qpos0 ``(nq,)`` reference configuration (hinge/slide angles are
       measured from it); qpos_spring ``(nq,)`` spring rest configuration.
@@ -652,6 +653,8 @@ class Model(eqx.Module):
     collision: Any = eqx.field(static=True, default=None)
     #: dofs with a dry-friction row (``dof_frictionloss > 0`` when the model was built)
     frictionloss_dofs: tuple[int, ...] = eqx.field(static=True, default=())
+    #: free and ball joints with a spring (``joint_stiffness != 0`` when the model was built)
+    rotational_spring_joints: tuple[int, ...] = eqx.field(static=True, default=())
     #: bodies with gravity compensation (``body_gravcomp != 0`` when the model was built)
     gravcomp_bodies: tuple[int, ...] = eqx.field(static=True, default=())
     #: hinge / slide joints whose total actuator force is clamped (MuJoCo ``actuatorfrclimited``)

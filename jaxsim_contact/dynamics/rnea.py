@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..math import quat_conj, quat_mul, quat_normalize, safe_norm
 from ..model import Model
 from ..types import JointType
 from .crba import body_spatial_inertias
@@ -83,6 +84,39 @@ def _scalar_joint_dofs(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return joints, qpos, dofs
 
 
+def quaternion_difference(q: jax.Array, reference: jax.Array) -> jax.Array:
+    """``(..., 3)`` rotation vector ``r`` with ``reference ⊗ exp(r) = q`` (MuJoCo ``mju_subQuat``):
+    axis times angle, the angle in ``[−π, π]``; finite value and derivatives at ``q = reference``."""
+    relative = quat_mul(quat_conj(reference), q)
+    w, xyz = relative[..., 0], relative[..., 1:]
+    sine = safe_norm(xyz)
+    angle = 2.0 * jnp.arctan2(sine, w)
+    angle = jnp.where(angle > jnp.pi, angle - 2.0 * jnp.pi, angle)
+    # angle / sin(angle/2) → 2 as sine → 0 (w > 0): the double where keeps derivatives finite
+    small = sine < 1e-8
+    scale = jnp.where(small, 2.0 / jnp.where(w >= 0, 1.0, -1.0) * jnp.ones_like(sine),
+                      angle / jnp.where(small, 1.0, sine))
+    return xyz * scale[..., None]
+
+
+def _rotational_springs(model: Model, q: jax.Array) -> jax.Array:
+    """``(nv,)`` spring forces of free and ball joints (MuJoCo ``mj_passive``): ``−k (p − p_s)`` on
+    a free joint's translation, ``−k · subQuat(quat, quat_s)`` on the rotation dofs."""
+    dtype = q.dtype
+    tree = model.tree
+    force = jnp.zeros((model.nv,), dtype)
+    spring_q = model.qpos_spring.astype(dtype)
+    for joint in model.rotational_spring_joints:
+        k = model.joint_stiffness.astype(dtype)[joint]
+        qpos, dof = tree.joint_qpos_adr[joint], tree.joint_dof_adr[joint]
+        if tree.joint_type[joint] == JointType.FREE:
+            force = force.at[dof:dof + 3].add(-k * (q[qpos:qpos + 3] - spring_q[qpos:qpos + 3]))
+            qpos, dof = qpos + 3, dof + 3
+        rotation = quaternion_difference(quat_normalize(q[qpos:qpos + 4]), spring_q[qpos:qpos + 4])
+        force = force.at[dof:dof + 3].add(-k * rotation)
+    return force
+
+
 def _tendons_at(model: Model, q: jax.Array, tendon):
     """``tendon`` or, when not given and the model has tendons, the tendon kinematics at ``q``."""
     if tendon is not None or model.ntendon == 0:
@@ -143,6 +177,8 @@ def passive_forces(model: Model, q: jax.Array, v: jax.Array, tendon=None, kinema
             q[qpos] - model.qpos_spring.astype(dtype)[qpos]
         )
         force = force.at[dofs].add(spring)
+    if model.rotational_spring_joints:
+        force = force + _rotational_springs(model, q)
     if model.ntendon:
         force = force + tendon_forces(model, _tendons_at(model, q, tendon), v)
     gravcomp = _gravcomp_at(model, q, kinematics, axes)

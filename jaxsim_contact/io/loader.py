@@ -413,6 +413,8 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         source=source,
         frictionloss_dofs=tuple(int(d) for d in np.flatnonzero(np.asarray(mj.dof_frictionloss) > 0)),
         gravcomp_bodies=tuple(int(b) for b in np.flatnonzero(np.asarray(mj.body_gravcomp) != 0)),
+        rotational_spring_joints=tuple(int(j) for j in range(mj.njnt)
+                                       if int(mj.jnt_type[j]) in (0, 1) and mj.jnt_stiffness[j] != 0),
         joint_actuator_gravcomp=tuple(int(j) for j in np.flatnonzero(np.asarray(mj.jnt_actgravcomp))),
         joint_actuator_force_limited=tuple(int(j) for j in np.flatnonzero(np.asarray(mj.jnt_actfrclimited))),
         collision=build_collision_structure(

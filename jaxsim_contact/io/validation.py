@@ -284,11 +284,6 @@ def check_compiled(mj, path: Path) -> None:
                 f"{path}: {describe('joint', name(mujoco.mjtObj.mjOBJ_JOINT, j), j)} has "
                 f"actuatorfrcrange {mj.jnt_actfrcrange[j].tolist()} on a free/ball joint; clamping "
                 "the total actuator force is supported on hinge/slide joints")
-        if jtype in (0, 1) and mj.jnt_stiffness[j] != 0:
-            raise UnsupportedFeatureError(
-                f"{path}: {describe('joint', name(mujoco.mjtObj.mjOBJ_JOINT, j), j)}: stiffness "
-                f"{mj.jnt_stiffness[j]} on a free/ball joint is not supported (hinge/slide only)"
-            )
 
     friction = np.asarray(mj.geom_friction)
     for g in range(mj.ngeom):

@@ -312,7 +312,8 @@ def test_unsupported_elements_name_element_and_file(tmp_path, extra, pattern):
     assert str(path) in str(info.value)
 
 
-def test_stiffness_on_ball_joint_is_unsupported(tmp_path):
+def test_stiffness_on_ball_joint_is_a_spring(tmp_path):
+    """Free / ball joint stiffness is simulated (tests/dynamics/test_tendons.py compares it with
+    MuJoCo C); the loader records the joint."""
     path = write(tmp_path, mjcf('<body><joint name="shoulder" type="ball" stiffness="3"/><geom size="0.1"/></body>'))
-    with pytest.raises(NotImplementedError, match=r"joint 'shoulder'.*stiffness 3"):
-        jc.load(path)
+    assert jc.load(path).rotational_spring_joints == (0,)

@@ -115,7 +115,7 @@ def _compare(path_or_xml: str, from_string: bool = False):
         reference["passive"].append(data.qfrc_passive.copy())
         reference["actuator"].append(data.qfrc_actuator.copy())
         reference["energy"].append(data.energy[0])
-    with_energy = bool(np.any(mj.tendon_stiffness > 0))
+    with_energy = bool(np.any(mj.tendon_stiffness > 0) or np.any(mj.jnt_stiffness > 0))
     if not with_energy:
         del reference["energy"]
     ours = _batched_tendon_quantities(with_energy)(model, jnp.asarray(np.array(qs)), jnp.asarray(np.array(vs)),
@@ -255,3 +255,21 @@ def test_gravity_compensation_matches_mujoco():
     used to be ignored or refused (MJX's pendula.xml)."""
     model = _compare(GRAVCOMP_XML, from_string=True)
     assert model.gravcomp_bodies == (2, 3) and len(model.joint_actuator_gravcomp) == 1
+
+
+FREE_AND_BALL_SPRINGS = """
+<mujoco>
+  <worldbody>
+    <body pos="0 0 1"><joint type="free" stiffness="3"/><geom size=".1" mass="2"/>
+      <body pos="0.3 0 0"><joint type="ball" stiffness="5"/><geom size=".05" pos="0.1 0 0" mass="0.5"/></body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_free_and_ball_joint_springs_match_mujoco():
+    """Stiffness on free and ball joints (position and ``subQuat`` rotation-vector springs towards
+    ``qpos_spring``): qfrc_passive and the potential energy — it used to be refused."""
+    model = _compare(FREE_AND_BALL_SPRINGS, from_string=True)
+    assert model.rotational_spring_joints == (0, 1)
