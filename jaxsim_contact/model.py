@@ -439,6 +439,8 @@ class Tendons(eqx.Module):
       frictionloss ``(ntendon,)``: dry friction along the tendon (N), a box row for each tendon
         of ``frictionloss_tendons``.
       length0 ``(ntendon,)``: lengths at ``qpos0`` (m; the reference of tendon equalities).
+      armature ``(ntendon,)``: inertia along the tendon (kg), in the mass matrix and bias forces
+        of the tendons of the static ``armature_tendons`` (nonzero when the model was built).
     Static:
       names, limited, actuator_force_limited, frictionloss_tendons (the tendons with
       ``frictionloss > 0`` when the model was built), path (per tendon a tuple of
@@ -453,10 +455,12 @@ class Tendons(eqx.Module):
     actuator_force_range: jax.Array
     frictionloss: jax.Array
     length0: jax.Array
+    armature: jax.Array
     names: tuple[str, ...] = eqx.field(static=True)
     limited: tuple[bool, ...] = eqx.field(static=True)
     actuator_force_limited: tuple[bool, ...] = eqx.field(static=True)
     frictionloss_tendons: tuple[int, ...] = eqx.field(static=True)
+    armature_tendons: tuple[int, ...] = eqx.field(static=True)
     path: tuple[tuple[TendonPathElement, ...], ...] = eqx.field(static=True)
 
     @property
@@ -479,8 +483,8 @@ class Tendons(eqx.Module):
         return cls(stiffness=zeros(0), damping=zeros(0), length_spring=zeros(0, 2),
                    range=zeros(0, 2), wrap_coef=zeros(0),
                    actuator_force_range=zeros(0, 2), frictionloss=zeros(0), length0=zeros(0),
-                   names=(), limited=(),
-                   actuator_force_limited=(), frictionloss_tendons=(), path=())
+                   armature=zeros(0), names=(), limited=(),
+                   actuator_force_limited=(), frictionloss_tendons=(), armature_tendons=(), path=())
 
 
 class EqualityKind(Choice):

@@ -20,6 +20,7 @@ import numpy as np
 from ..model import Model
 from .kinematics import Kinematics, forward_kinematics, motion_axes
 from .spatial import spatial_inertia
+from .tendons import tendon_armature, tendon_kinematics
 from .._precision import full_precision_matmuls
 
 __all__ = ["body_spatial_inertias", "composite_inertias", "mass_matrix", "mass_matrix_from_kinematics"]
@@ -62,4 +63,9 @@ def mass_matrix(model: Model, q: jax.Array) -> jax.Array:
     Equals MuJoCo's ``mj_fullM(qM)`` in MuJoCo's ``qvel`` order.
     """
     kin = forward_kinematics(model, q)
-    return mass_matrix_from_kinematics(model, kin, motion_axes(model, kin))
+    axes = motion_axes(model, kin)
+    mass = mass_matrix_from_kinematics(model, kin, axes)
+    if model.tendons.armature_tendons:  # tendon armature: J^T a J (MuJoCo's qM includes it)
+        tendon = tendon_kinematics(model, q, kin, axes)
+        mass = mass + tendon_armature(model, q, jnp.zeros((model.nv,), q.dtype), tendon)[0]
+    return mass

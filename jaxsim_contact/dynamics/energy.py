@@ -19,7 +19,7 @@ from ..types import JointType
 from .crba import body_spatial_inertias, mass_matrix_from_kinematics
 from .kinematics import body_velocities, forward_kinematics, motion_axes
 from .rnea import quaternion_difference
-from .tendons import tendon_kinematics
+from .tendons import tendon_armature, tendon_kinematics
 
 __all__ = ["potential_energy", "kinetic_energy", "spatial_momentum"]
 
@@ -55,9 +55,12 @@ def potential_energy(model: Model, q: jax.Array) -> jax.Array:
 
 
 def kinetic_energy(model: Model, q: jax.Array, v: jax.Array) -> jax.Array:
-    """``½ vᵀ M(q) v`` (J)."""
+    """``½ vᵀ M(q) v`` (J), tendon armature included."""
     kin = forward_kinematics(model, q)
-    mass = mass_matrix_from_kinematics(model, kin, motion_axes(model, kin))
+    axes = motion_axes(model, kin)
+    mass = mass_matrix_from_kinematics(model, kin, axes)
+    if model.tendons.armature_tendons:
+        mass = mass + tendon_armature(model, q, v, tendon_kinematics(model, q, kin, axes))[0]
     return 0.5 * v @ (mass @ v)
 
 

@@ -26,7 +26,7 @@ from ..types import JointType
 from .crba import body_spatial_inertias
 from .kinematics import Kinematics, forward_kinematics, motion_axes
 from .spatial import cross_force, cross_motion
-from .tendons import tendon_forces, tendon_kinematics
+from .tendons import tendon_armature, tendon_forces, tendon_kinematics
 from .._precision import full_precision_matmuls
 
 __all__ = ["bias_forces", "bias_forces_from_kinematics", "passive_forces", "actuator_forces",
@@ -69,7 +69,11 @@ def bias_forces(model: Model, q: jax.Array, v: jax.Array) -> jax.Array:
     Equals MuJoCo's ``qfrc_bias``. The equation of motion is ``M v̇ = τ - bias``.
     """
     kin = forward_kinematics(model, q)
-    return bias_forces_from_kinematics(model, kin, motion_axes(model, kin), v)
+    axes = motion_axes(model, kin)
+    bias = bias_forces_from_kinematics(model, kin, axes, v)
+    if model.tendons.armature_tendons:  # tendon armature: J^T a J̇v (MuJoCo's qfrc_bias includes it)
+        bias = bias + tendon_armature(model, q, v, tendon_kinematics(model, q, kin, axes))[1]
+    return bias
 
 
 def _scalar_joint_dofs(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

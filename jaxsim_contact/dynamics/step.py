@@ -35,7 +35,7 @@ from .integration import integrate_positions
 from .kinematics import Kinematics, forward_kinematics, motion_axes
 from .projection import project_equalities
 from .rnea import actuator_forces, bias_forces_from_kinematics, passive_forces
-from .tendons import TendonKinematics, tendon_kinematics
+from .tendons import TendonKinematics, tendon_armature, tendon_kinematics
 from .._precision import full_precision_matmuls
 
 __all__ = ["init", "step", "rollout", "smooth_dynamics", "SmoothDynamics"]
@@ -92,6 +92,9 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
     mass = mass_matrix_from_kinematics(model, kin, axes)
     bias = bias_forces_from_kinematics(model, kin, axes, v)
     tendon = tendon_kinematics(model, q, kin, axes)
+    if model.tendons.armature_tendons:  # inertia along tendons: in M and in the bias
+        armature_mass, armature_bias = tendon_armature(model, q, v, tendon)
+        mass, bias = mass + armature_mass, bias + armature_bias
     force = (passive_forces(model, q, v, tendon, kin, axes)
              + actuator_forces(model, q, v, ctrl, tendon, kin, axes) - bias)
     damping = model.dof_damping.astype(q.dtype)

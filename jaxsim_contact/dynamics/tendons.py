@@ -32,10 +32,12 @@ import numpy as np
 
 from ..math import cross, quat_to_matrix, safe_normalize, safe_norm
 from ..model import Model, WrapKind
-from .kinematics import Kinematics
+from .integration import integrate_positions
+from .kinematics import Kinematics, forward_kinematics, motion_axes
 from .tendon_wrap import wrap as wrap_geometry
 
-__all__ = ["TendonKinematics", "tendon_kinematics", "tendon_forces", "site_positions"]
+__all__ = ["TendonKinematics", "tendon_kinematics", "tendon_forces", "site_positions",
+           "tendon_armature"]
 
 
 class TendonKinematics(eqx.Module):
@@ -286,3 +288,26 @@ def tendon_forces(model: Model, tendon: TendonKinematics, v: jax.Array) -> jax.A
     force = (-tendons.stiffness.astype(dtype) * stretch
              - tendons.damping.astype(dtype) * tendon.velocity(v))
     return force @ tendon.jacobian
+
+
+def tendon_armature(model: Model, q: jax.Array, v: jax.Array, tendon: TendonKinematics):
+    """``(mass (nv, nv), bias (nv,))`` of the tendons' armature (MuJoCo ``tendon armature``: an
+    inertia ``a`` along the tendon, kinetic energy ``½ a l̇²``): ``Jᵀ a J`` joins the mass matrix
+    and ``Jᵀ a J̇v`` the bias forces (the ``∂T/∂q`` terms cancel for a scalar ``l(q)``), with
+    ``J̇v = d/dt [J(q ⊕ v t) v]`` at ``t = 0`` by a forward-mode derivative. Zeros for a model
+    without armature tendons (``Tendons.armature_tendons``)."""
+    dtype = v.dtype
+    index = np.asarray(model.tendons.armature_tendons, dtype=np.int64)
+    if index.size == 0:
+        return jnp.zeros((model.nv, model.nv), dtype), jnp.zeros((model.nv,), dtype)
+    armature = model.tendons.armature.astype(dtype)[index]
+    jacobian = tendon.jacobian[index]
+
+    def rate(t):
+        moved = integrate_positions(model, q, v, t)
+        kin = forward_kinematics(model, moved)
+        return tendon_kinematics(model, moved, kin, motion_axes(model, kin)).jacobian[index] @ v
+
+    jacobian_rate = jax.jvp(rate, (jnp.zeros((), dtype),), (jnp.ones((), dtype),))[1]
+    mass = jacobian.T @ (armature[:, None] * jacobian)
+    return mass, jacobian.T @ (armature * jacobian_rate)

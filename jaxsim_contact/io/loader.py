@@ -283,6 +283,8 @@ def _tendons_from_mjmodel(mj, arr) -> Tendons:
         actuator_force_limited=tuple(bool(x) for x in mj.tendon_actfrclimited),
         frictionloss=arr(mj.tendon_frictionloss, (mj.ntendon,)),
         length0=arr(mj.tendon_length0, (mj.ntendon,)),
+        armature=arr(mj.tendon_armature, (mj.ntendon,)),
+        armature_tendons=tuple(int(t) for t in np.flatnonzero(np.asarray(mj.tendon_armature) != 0)),
         frictionloss_tendons=tuple(int(t) for t in np.flatnonzero(np.asarray(mj.tendon_frictionloss) > 0)),
         names=tuple(mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_TENDON, i) or ""
                     for i in range(mj.ntendon)),

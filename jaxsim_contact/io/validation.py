@@ -324,13 +324,17 @@ _SUPPORTED_MJ_GEOMS = {0, 2, 3, 4, 5, 6, 7}
 
 def _check_tendons(mj, path: Path) -> None:
     """Tendon features the engine does not simulate yet raise by name (never silently ignored):
-    tendon armature, polynomial stiffness / damping, plasticity."""
+    tendon armature across kinematic trees, polynomial stiffness / damping, plasticity."""
     import mujoco
 
     for t in range(mj.ntendon):
         where = f"{path}: {describe('tendon', mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_TENDON, t) or '', t)}"
+        if mj.tendon_armature[t] != 0 and int(mj.tendon_treenum[t]) > 1:
+            raise UnsupportedFeatureError(
+                f"{where} has armature {float(mj.tendon_armature[t])} and spans "
+                f"{int(mj.tendon_treenum[t])} kinematic trees; tendon armature is supported within "
+                "one tree (the mass matrix is factorised tree by tree)")
         unsupported = {
-            "armature": float(mj.tendon_armature[t]),
             "stiffness polynomial": float(np.abs(mj.tendon_stiffnesspoly[t]).max(initial=0.0)),
             "damping polynomial": float(np.abs(mj.tendon_dampingpoly[t]).max(initial=0.0)),
             "spring yield (plasticity)": float(mj.tendon_springyield[t]),

@@ -28,8 +28,7 @@ MJX_DATA = pathlib.Path(mujoco.__file__).parent / "mjx" / "test_data"
 GYM_ASSETS = pathlib.Path(__import__("gymnasium").__file__).parent / "envs" / "mujoco" / "assets"
 
 #: every tendon model MJX ships (armature.xml: tendon armature is not supported, tested below)
-TENDON_FILES = sorted(p.name for p in (MJX_DATA / "tendon").glob("*.xml")
-                      if p.name not in ("armature.xml", "no_tendon.xml"))
+TENDON_FILES = sorted(p.name for p in (MJX_DATA / "tendon").glob("*.xml") if p.name != "no_tendon.xml")
 NUM_CONFIGS = 40
 # XLA:CPU compiles these programs several times faster without LLVM optimisation (as
 # tests/dynamics/test_tendon_wrap.py); the values agree to rounding
@@ -155,9 +154,36 @@ def test_tendon_inside_default_is_not_a_tendon():
     assert model.ntendon == 0
 
 
+def test_tendon_armature_matches_mujoco_mass_matrix_bias_and_step():
+    """Tendon armature (MJX's armature.xml, two spatial tendons): ``Jᵀ a J`` in the mass matrix and
+    ``Jᵀ a J̇v`` in the bias forces equal MuJoCo's qM / qfrc_bias, and one step its mj_step."""
+    path = MJX_DATA / "tendon" / "armature.xml"
+    model = jc.load(path)
+    mj = mujoco.MjModel.from_xml_path(str(path))
+    assert model.tendons.armature_tendons == (0, 1)
+    step = jax.jit(jc.step)
+    for data in _random_states(mj, 10):
+        full = np.zeros((mj.nv, mj.nv))
+        mujoco.mj_fullM(mj, data, full)
+        q, v = jnp.asarray(data.qpos), jnp.asarray(data.qvel)
+        np.testing.assert_allclose(jc.mass_matrix(model, q), full, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(jc.bias_forces(model, q, v), data.qfrc_bias, rtol=1e-12, atol=1e-12)
+        stepped = mujoco.MjData(mj)
+        stepped.qpos[:], stepped.qvel[:] = data.qpos, data.qvel
+        mujoco.mj_step(mj, stepped)
+        np.testing.assert_allclose(step(model, jc.init(model, q=q, v=v)).v, stepped.qvel, atol=1e-12)
+
+
 def test_unsupported_tendon_features_are_named():
-    with pytest.raises(UnsupportedFeatureError, match="tendon .*armature"):
-        jc.load(MJX_DATA / "tendon" / "armature.xml")
+    """Tendon armature across two kinematic trees (the mass matrix is factorised tree by tree)."""
+    xml = """
+<mujoco><worldbody><site name="a" pos="0 0 1"/>
+  <body><joint type="slide" axis="1 0 0"/><geom size=".1"/><site name="b"/></body>
+  <body pos="1 0 0"><joint type="slide" axis="0 1 0"/><geom size=".1"/><site name="c"/></body>
+</worldbody>
+<tendon><spatial name="across" armature="2"><site site="b"/><site site="c"/></spatial></tendon></mujoco>"""
+    with pytest.raises(UnsupportedFeatureError, match="tendon 'across' has armature 2.0 and spans 2"):
+        _load_xml(xml)
 
 
 def test_tendon_frictionloss_holds_below_and_slips_above_its_bound():
