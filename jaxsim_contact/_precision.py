@@ -5,8 +5,8 @@ GPUs (A100, H100, H200) that is TensorFloat-32, whose products carry 10 mantissa
 (ε ≈ 1e-3), not float32's 23 (ε ≈ 1.2e-7). The contact solvers stop at criteria and round-off
 floors derived from float32's ε (:func:`jaxsim_contact.contact.problem.round_off_floors`, issue
 42), and Delassus operators built from TF32 products are wrong in their fourth digit, so under
-TF32 the solver runs to its cap (measured: ``benchmarks/results/gpu_nvidia_h200.md``, with
-``benchmarks/gpu/precision_probe.py``). So every public entry point that computes physics traces
+TF32 those criteria are out of reach and the solver runs to its cap. So every public entry point
+that computes physics traces
 its body under ``jax.default_matmul_precision("highest")``: exact float32 (and float64) products
 on every backend, and no effect on a CPU, where they already are. The setting is part of JAX's
 trace context, so it reaches every product the body traces — including derivative rules — and

@@ -214,7 +214,7 @@ def equality_errors(model: Model, q: jax.Array, kin, axes, tendon) -> tuple[jax.
     Args:
       q: ``(nq,)``; kin, axes: forward kinematics and ``(nv, 6)`` motion axes at ``q``; tendon:
         the :class:`~jaxsim_contact.dynamics.tendons.TendonKinematics` at ``q`` (read only by
-        tendon equalities).
+        tendon equalities; ``None`` when there are none).
     """
     equalities = model.equalities
     errors, jacobians = [None] * equalities.neq, [None] * equalities.neq

@@ -103,13 +103,12 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from ..batching import switch_on_max
 from .._autodiff import instantiate_zeros, is_symbolic_zero
 from ..math import safe_norm, safe_normalize
 from ..types import Choice
-from .problem import de_saxce, sanitize_problem
+from .problem import de_saxce, sanitize_problem, slot_masks
 
 __all__ = [
     "GRADIENTS",
@@ -284,11 +283,11 @@ def mode_equations(formulation: str, A: jax.Array, g: jax.Array, mu: jax.Array,
     modes = jnp.where(breaking, BREAKING, jnp.where(sliding, SLIDING, STICKING)).astype(jnp.int32)
     if any(layout):
         c_lam, c_sig, c_mu, modes = _box_and_bilateral_equations(
-            layout, A, lam, sigma, a, active, bound, delta_f, c_lam, c_sig, c_mu, modes)
+            layout, lam, sigma, a, active, bound, delta_f, c_lam, c_sig, c_mu, modes)
     return c_lam, c_sig, c_mu, modes
 
 
-def _box_and_bilateral_equations(layout, A, lam, sigma, a, active, bound, delta_f, c_lam, c_sig,
+def _box_and_bilateral_equations(layout, lam, sigma, a, active, bound, delta_f, c_lam, c_sig,
                                  c_mu, modes):
     """The mode equations of box and bilateral slots in place of the cone's.
 
@@ -301,10 +300,7 @@ def _box_and_bilateral_equations(layout, A, lam, sigma, a, active, bound, delta_
     """
     n = lam.shape[0]
     dtype = lam.dtype
-    num_box, num_bilateral = layout
-    index = np.arange(n)
-    bilateral = jnp.asarray(index >= n - num_bilateral)
-    box = jnp.asarray((index >= n - num_bilateral - num_box) & (index < n - num_bilateral))
+    box, bilateral = (jnp.asarray(m) for m in slot_masks(n, *layout))
     e = jnp.eye(3, dtype=dtype)
     y = lam[:, 2] - sigma[:, 2] / a
     at_bound = (jnp.abs(y) >= bound) & (bound > delta_f)
@@ -544,9 +540,7 @@ def _implicit_force_jvp(formulation, layout, primals, tangents):
     dg, dmu, dR = instantiate_zeros((dg, dmu, dR), (g, mu, R))
     if bound is not None and not is_symbolic_zero(dbound):
         # a box slot's c_mu multiplies db (its μ is 0, so dμ carries nothing there)
-        n = mu.shape[0]
-        box = np.zeros(n, bool)
-        box[n - layout[1] - layout[0]: n - layout[1]] = True
+        box = slot_masks(mu.shape[0], *layout)[0]
         dmu = jnp.where(jnp.asarray(box), dbound, dmu)
     # Re-enter the rule for λ*: an identity here, but when this JVP is itself differentiated
     # (jax.hessian, jacfwd of grad) λ* then carries its own implicit tangent, so the system

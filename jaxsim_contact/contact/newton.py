@@ -195,7 +195,7 @@ def _single_criteria(problem: ContactProblem, force, velocity, frictionless_wors
     """Per stored single row: the frictionless rows' CCP criterion, the box rows' and the
     bilateral rows' (as :func:`~jaxsim_contact.contact.problem.contact_residuals`), and which
     rows belong to an active slot."""
-    nc, nf, nb, ne = problem.num_cones, problem.num_frictionless, problem.num_box, problem.num_bilateral
+    nc, nf, nb = problem.num_cones, problem.num_frictionless, problem.num_box
     bound = problem.bound[nc + nf:nc + nf + nb]
     lam_b, sig_b = force[nf:nf + nb], velocity[nf:nf + nb]
     box_dual = jnp.where(lam_b > 0, jnp.maximum(sig_b, 0.0),
@@ -206,7 +206,6 @@ def _single_criteria(problem: ContactProblem, force, velocity, frictionless_wors
     worst = jnp.concatenate([frictionless_worst[:nf], box, bilateral])
     active = problem.active[nc:]
     rows_active = jnp.concatenate([active[:nf + nb], jnp.repeat(active[nf + nb:], 3)])
-    del ne
     return worst, rows_active
 
 

@@ -38,15 +38,16 @@ def gauss_seidel_sweep(problem: ContactProblem, force: jax.Array, contact_update
     g = problem.free_velocity
     mu = problem.friction
     if problem.has_box_or_bilateral:
-        contact_update = _with_box_and_bilateral_slots(problem, contact_update)
+        update = _with_box_and_bilateral_slots(problem, contact_update)
+    else:
+        update = lambda block, sigma, lam_i, mu, i: contact_update(block, sigma, lam_i, mu)  # noqa: E731
 
     def body(i, lam):
         rows = jax.lax.dynamic_slice(G, (3 * i, 0), (3, 3 * n))
         block = jax.lax.dynamic_slice(G, (3 * i, 3 * i), (3, 3))
         lam_i = jax.lax.dynamic_slice(lam, (3 * i,), (3,))
         sigma = rows @ lam + jax.lax.dynamic_slice(g, (3 * i,), (3,))
-        new_i = contact_update(block, sigma, lam_i, mu[i]) if not problem.has_box_or_bilateral \
-            else contact_update(block, sigma, lam_i, mu[i], i)
+        new_i = update(block, sigma, lam_i, mu[i], i)
         return jax.lax.dynamic_update_slice(lam, new_i, (3 * i,))
 
     lam = jax.lax.fori_loop(0, n, body, force.reshape(3 * n))

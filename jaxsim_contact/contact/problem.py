@@ -266,11 +266,7 @@ class ContactProblem(eqx.Module):
 
     def slot_masks(self) -> tuple[np.ndarray, np.ndarray]:
         """Static ``(box, bilateral)`` ``(n,)`` numpy bool masks of the slot layout."""
-        n = self.num_contacts
-        index = np.arange(n)
-        bilateral_start = n - self.num_bilateral
-        box = (index >= bilateral_start - self.num_box) & (index < bilateral_start)
-        return box, index >= bilateral_start
+        return slot_masks(self.num_contacts, self.num_box, self.num_bilateral)
 
     def project(self, x: jax.Array) -> jax.Array:
         """``(n, 3)`` projection of ``x`` ``(n, 3)`` onto the problem's force set, slot by slot:
@@ -320,6 +316,15 @@ class ContactProblem(eqx.Module):
             & jnp.all(jnp.isfinite(self.compliance))
             & jnp.all(jnp.isfinite(self.bound))
         )
+
+
+def slot_masks(n: int, num_box: int, num_bilateral: int) -> tuple[np.ndarray, np.ndarray]:
+    """Static ``(box, bilateral)`` ``(n,)`` numpy bool masks of ``n`` slots laid out
+    ``[cones | unilateral | box | bilateral]`` (:class:`ContactProblem`)."""
+    index = np.arange(n)
+    bilateral_start = n - num_bilateral
+    box = (index >= bilateral_start - num_box) & (index < bilateral_start)
+    return box, index >= bilateral_start
 
 
 # --------------------------------------------------------------------------------------------

@@ -13,13 +13,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..math import quat_normalize
 from ..model import Model
 from ..types import JointType
 from .crba import body_spatial_inertias, mass_matrix_from_kinematics
 from .kinematics import body_velocities, forward_kinematics, motion_axes
-from .rnea import quaternion_difference
-from .tendons import tendon_armature, tendon_kinematics
+from .rnea import rotational_spring_displacements
+from .tendons import spring_stretch, tendon_armature, tendon_kinematics
 
 __all__ = ["potential_energy", "kinetic_energy", "spatial_momentum"]
 
@@ -36,20 +35,11 @@ def potential_energy(model: Model, q: jax.Array) -> jax.Array:
         qpos = np.asarray(tree.joint_qpos_adr)[joints]
         stretch = q[qpos] - model.qpos_spring.astype(q.dtype)[qpos]
         energy = energy + 0.5 * jnp.sum(model.joint_stiffness.astype(q.dtype)[joints] * stretch**2)
-    for joint in model.rotational_spring_joints:  # free / ball springs: ½ k (‖Δp‖² + ‖Δθ‖²)
-        k = model.joint_stiffness.astype(q.dtype)[joint]
-        qpos = tree.joint_qpos_adr[joint]
-        spring_q = model.qpos_spring.astype(q.dtype)
-        if tree.joint_type[joint] == JointType.FREE:
-            energy = energy + 0.5 * k * jnp.sum((q[qpos:qpos + 3] - spring_q[qpos:qpos + 3]) ** 2)
-            qpos += 3
-        rotation = quaternion_difference(quat_normalize(q[qpos:qpos + 4]), spring_q[qpos:qpos + 4])
-        energy = energy + 0.5 * k * jnp.sum(rotation ** 2)
+    for k, _, displacement in rotational_spring_displacements(model, q):  # free / ball springs
+        energy = energy + 0.5 * k * jnp.sum(displacement ** 2)
     if model.ntendon:
         tendon = tendon_kinematics(model, q, kin, motion_axes(model, kin))
-        spring = model.tendons.length_spring.astype(q.dtype)
-        stretch = (jnp.minimum(tendon.length - spring[:, 0], 0.0)
-                   + jnp.maximum(tendon.length - spring[:, 1], 0.0))
+        stretch = spring_stretch(model, tendon.length)
         energy = energy + 0.5 * jnp.sum(model.tendons.stiffness.astype(q.dtype) * stretch**2)
     return energy
 

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from ..constraints.equality_rows import equality_errors, slot_equality
-from ..model import Model
+from ..model import EqualityKind, Model
 from .integration import integrate_positions
 from .kinematics import forward_kinematics, motion_axes
 from .tendons import tendon_kinematics
@@ -39,7 +39,9 @@ def project_equalities(model: Model, q: jax.Array, cholesky_inverse: jax.Array):
         return q, jnp.zeros((), bool)
     kin = forward_kinematics(model, q)
     axes = motion_axes(model, kin)
-    tendon = tendon_kinematics(model, q, kin, axes)
+    # only tendon couplings read tendon lengths: no tendon path at q⁺ otherwise
+    tendon = (tendon_kinematics(model, q, kin, axes)
+              if EqualityKind.TENDON in model.equalities.kind else None)
     error, jacobian = equality_errors(model, q, kin, axes, tendon)
     active = model.equalities.is_active()[slot_equality(model)]
     error = jnp.where(active[:, None], error, 0.0).reshape(-1)

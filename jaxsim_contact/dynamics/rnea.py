@@ -103,21 +103,33 @@ def quaternion_difference(q: jax.Array, reference: jax.Array) -> jax.Array:
     return xyz * scale[..., None]
 
 
-def _rotational_springs(model: Model, q: jax.Array) -> jax.Array:
-    """``(nv,)`` spring forces of free and ball joints (MuJoCo ``mj_passive``): ``−k (p − p_s)`` on
-    a free joint's translation, ``−k · subQuat(quat, quat_s)`` on the rotation dofs."""
+def rotational_spring_displacements(model: Model, q: jax.Array):
+    """Per joint of ``model.rotational_spring_joints``: ``(stiffness, first dof, displacement)``
+    with the displacement ``(p − p_s, subQuat(quat, quat_s))`` ``(6,)`` of a free joint or
+    ``subQuat(quat, quat_s)`` ``(3,)`` of a ball joint from ``qpos_spring`` (MuJoCo
+    ``mj_passive`` / ``mj_energyPos``)."""
     dtype = q.dtype
     tree = model.tree
-    force = jnp.zeros((model.nv,), dtype)
     spring_q = model.qpos_spring.astype(dtype)
+    out = []
     for joint in model.rotational_spring_joints:
-        k = model.joint_stiffness.astype(dtype)[joint]
-        qpos, dof = tree.joint_qpos_adr[joint], tree.joint_dof_adr[joint]
+        qpos = tree.joint_qpos_adr[joint]
+        parts = []
         if tree.joint_type[joint] == JointType.FREE:
-            force = force.at[dof:dof + 3].add(-k * (q[qpos:qpos + 3] - spring_q[qpos:qpos + 3]))
-            qpos, dof = qpos + 3, dof + 3
-        rotation = quaternion_difference(quat_normalize(q[qpos:qpos + 4]), spring_q[qpos:qpos + 4])
-        force = force.at[dof:dof + 3].add(-k * rotation)
+            parts.append(q[qpos:qpos + 3] - spring_q[qpos:qpos + 3])
+            qpos += 3
+        parts.append(quaternion_difference(quat_normalize(q[qpos:qpos + 4]), spring_q[qpos:qpos + 4]))
+        out.append((model.joint_stiffness.astype(dtype)[joint], tree.joint_dof_adr[joint],
+                    jnp.concatenate(parts)))
+    return out
+
+
+def _rotational_springs(model: Model, q: jax.Array) -> jax.Array:
+    """``(nv,)`` spring forces of free and ball joints: ``−k`` times their displacement
+    (:func:`rotational_spring_displacements`) on their dofs."""
+    force = jnp.zeros((model.nv,), q.dtype)
+    for k, dof, displacement in rotational_spring_displacements(model, q):
+        force = force.at[dof:dof + displacement.shape[0]].add(-k * displacement)
     return force
 
 

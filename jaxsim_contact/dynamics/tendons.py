@@ -37,7 +37,7 @@ from .kinematics import Kinematics, forward_kinematics, motion_axes
 from .tendon_wrap import wrap as wrap_geometry
 
 __all__ = ["TendonKinematics", "tendon_kinematics", "tendon_forces", "site_positions",
-           "tendon_armature"]
+           "tendon_armature", "spring_stretch"]
 
 
 class TendonKinematics(eqx.Module):
@@ -125,9 +125,12 @@ def _point_rows(model: Model, axes: jax.Array, body: np.ndarray, point: jax.Arra
 
 
 def _divisors(model: Model, pulleys, dtype) -> jax.Array:
+    """``(k,)`` divisors of ``k`` pieces: the pulley's ``wrap_coef`` (path element index), or 1
+    where ``None`` (before any pulley). One gather, whatever ``k``."""
+    has_pulley = np.asarray([p is not None for p in pulleys], dtype=bool)
+    index = np.asarray([0 if p is None else p for p in pulleys], dtype=np.int64)
     coef = model.tendons.wrap_coef.astype(dtype)
-    return jnp.stack([jnp.ones((), dtype) if p is None else coef[p] for p in pulleys]) \
-        if pulleys else jnp.zeros((0,), dtype)
+    return jnp.where(jnp.asarray(has_pulley), coef[index], 1.0) if pulleys else jnp.zeros((0,), dtype)
 
 
 def _fixed_tendons(model: Model, q: jax.Array, dtype):
@@ -272,6 +275,13 @@ def tendon_kinematics(model: Model, q: jax.Array, kin: Kinematics, axes: jax.Arr
     return TendonKinematics(length=length, jacobian=jacobian)
 
 
+def spring_stretch(model: Model, length: jax.Array) -> jax.Array:
+    """``(ntendon,)`` how far each length lies outside its spring's dead band ``length_spring``
+    (negative below it, positive above, 0 inside), m."""
+    spring = model.tendons.length_spring.astype(length.dtype)
+    return jnp.minimum(length - spring[:, 0], 0.0) + jnp.maximum(length - spring[:, 1], 0.0)
+
+
 def tendon_forces(model: Model, tendon: TendonKinematics, v: jax.Array) -> jax.Array:
     """``(nv,)`` passive generalised force of the tendons' springs and dampers (MuJoCo
     ``mj_passive``): along each tendon ``f = −k (l − l_s) − b l̇`` with the spring acting only
@@ -282,10 +292,7 @@ def tendon_forces(model: Model, tendon: TendonKinematics, v: jax.Array) -> jax.A
     if model.ntendon == 0:
         return jnp.zeros((model.nv,), dtype)
     tendons = model.tendons
-    spring = tendons.length_spring.astype(dtype)
-    stretch = (jnp.minimum(tendon.length - spring[:, 0], 0.0)
-               + jnp.maximum(tendon.length - spring[:, 1], 0.0))
-    force = (-tendons.stiffness.astype(dtype) * stretch
+    force = (-tendons.stiffness.astype(dtype) * spring_stretch(model, tendon.length)
              - tendons.damping.astype(dtype) * tendon.velocity(v))
     return force @ tendon.jacobian
 

@@ -6,8 +6,7 @@ and each ``*_UPPER_LEG``, whose parent between them has no geometry, so MuJoCo's
 filter does not apply). MuJoCo's soft contacts carry such an overlap as a permanent small internal
 force. A hard contact cannot: the joints between the two links often cannot change the overlap
 (it is around their common axis), so the complementarity problem asks for a separation no motion
-gives, and the solver runs to its cap on every step (measured: ``benchmarks/results/
-solo12_self_overlap.md``). Planning stacks treat such pairs as "colliding by default" and
+gives, and the solver runs to its cap on every step. Planning stacks treat such pairs as "colliding by default" and
 disable them (MoveIt's SRDF ``disable_collisions reason="Default"``); :func:`exclude_self_overlaps`
 does the same, naming every pair it excludes.
 """
