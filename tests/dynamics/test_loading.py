@@ -298,8 +298,6 @@ def test_unsupported_urdf_joint_type(tmp_path):
 @pytest.mark.parametrize(
     "extra, pattern",
     [
-        ('<tendon><fixed name="t" armature="1"><joint joint="h" coef="1"/></fixed></tendon>',
-         r"tendon 't'.*armature 1"),
         ('<actuator><muscle joint="h"/></actuator>', r"actuator <muscle"),
         ('<actuator><velocity joint="h" kv="1"/></actuator>', r"actuator <velocity"),
         ('<option density="1.2"/>', r"fluid"),

@@ -27,7 +27,7 @@ from jaxsim_contact.io import UnsupportedFeatureError
 MJX_DATA = pathlib.Path(mujoco.__file__).parent / "mjx" / "test_data"
 GYM_ASSETS = pathlib.Path(__import__("gymnasium").__file__).parent / "envs" / "mujoco" / "assets"
 
-#: every tendon model MJX ships (armature.xml: tendon armature is not supported, tested below)
+#: every tendon model MJX ships (armature.xml has its own test below)
 TENDON_FILES = sorted(p.name for p in (MJX_DATA / "tendon").glob("*.xml") if p.name != "no_tendon.xml")
 NUM_CONFIGS = 40
 # XLA:CPU compiles these programs several times faster without LLVM optimisation (as
