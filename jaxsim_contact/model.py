@@ -174,10 +174,21 @@ def _scalar(value) -> jax.Array:
 
 
 class Integrator(Choice):
-    """Time integrator (MuJoCo's ``<option integrator>``): ``EULER`` is semi-implicit Euler with
-    implicit joint damping, as MuJoCo's ``Euler``."""
+    """Time integrator (MuJoCo's ``<option integrator>``, Computation chapter "Numerical
+    integration"; :mod:`jaxsim_contact.dynamics.integrators`).
+
+    ``EULER``: semi-implicit Euler with implicit joint damping (MuJoCo's ``Euler``).
+    ``RK4``: fourth-order Runge–Kutta of the smooth dynamics (MuJoCo's ``RK4``), the constraint
+    impulse of the hard contact stage applied as a force held constant over the step.
+    ``IMPLICITFAST``: velocity-implicit in the passive and actuator forces (MuJoCo's
+    ``implicitfast``). ``IMPLICIT``: velocity-implicit in every smooth force, Coriolis and
+    centrifugal included (MuJoCo's ``implicit``).
+    """
 
     EULER = "euler"
+    RK4 = "rk4"
+    IMPLICIT = "implicit"
+    IMPLICITFAST = "implicitfast"
 
 
 def _numeric(default=None, *, low=None, high=None, strict=False):
@@ -250,8 +261,11 @@ class Options(eqx.Module):
         iteration cap and formulation are static, its tolerance dynamic.
 
     Static (change the compiled program):
-      integrator: ``"euler"``: semi-implicit Euler with implicit joint damping, as MuJoCo's
-        ``Euler`` integrator (velocity first, then positions with the new velocity).
+      integrator: an :class:`Integrator` (or its string): ``"euler"`` (default; semi-implicit
+        Euler with implicit joint damping, as MuJoCo's ``Euler``: velocity first, then positions
+        with the new velocity), ``"rk4"``, ``"implicitfast"`` or ``"implicit"`` (MuJoCo's
+        integrators of those names; :mod:`jaxsim_contact.dynamics.integrators`). The loader
+        takes it from the model's ``<option integrator>``.
       contact_budget: number of contact slots handed to the solver per step (``None``: the
         default of :func:`jaxsim_contact.constraints.default_contact_budget`); more active contacts
         than slots sets ``ErrorFlag.CONTACT_BUDGET_OVERFLOW`` and keeps the deepest ones.
@@ -444,7 +458,9 @@ class Tendons(eqx.Module):
     Static:
       names, limited, actuator_force_limited, frictionloss_tendons (the tendons with
       ``frictionloss > 0`` when the model was built), path (per tendon a tuple of
-      :class:`TendonPathElement`). Sites are the model's (``Model.site_pos``, ``site_body``).
+      :class:`TendonPathElement`), multi_tree_tendons (the tendons whose path spans more than one
+      kinematic tree: their armature, damping or velocity-dependent actuators couple the trees'
+      dofs). Sites are the model's (``Model.site_pos``, ``site_body``).
     """
 
     stiffness: jax.Array
@@ -462,6 +478,7 @@ class Tendons(eqx.Module):
     frictionloss_tendons: tuple[int, ...] = eqx.field(static=True)
     armature_tendons: tuple[int, ...] = eqx.field(static=True)
     path: tuple[tuple[TendonPathElement, ...], ...] = eqx.field(static=True)
+    multi_tree_tendons: tuple[int, ...] = eqx.field(static=True, default=())
 
     @property
     def ntendon(self) -> int:
@@ -568,12 +585,13 @@ class Model(eqx.Module):
       constraint stage for each dof of the static ``frictionloss_dofs`` (those with
       ``frictionloss > 0`` when the model was built; :mod:`jaxsim_contact.constraints.friction_rows`).
     Actuators (MuJoCo ``general`` with fixed gain, affine bias, joint or tendon transmission):
-      force = gain·ctrl + bias[0] + bias[1]·length + bias[2]·velocity, with
+      force = (gain[0] + gain[1]·length + gain[2]·velocity)·ctrl
+              + bias[0] + bias[1]·length + bias[2]·velocity, with
       length = gear·q_joint and velocity = gear·v_joint (joint), or gear times the tendon's
       length and velocity (tendon); generalised force = gear·force on the joint's dof, or
       gear·force·J_tendon. ``actuator_target`` (static) is the joint or, where
       ``actuator_on_tendon``, the tendon.
-      actuator_gain ``(nu,)``, actuator_bias ``(nu, 3)``, actuator_gear ``(nu,)``,
+      actuator_gain ``(nu, 3)``, actuator_bias ``(nu, 3)``, actuator_gear ``(nu,)``,
       actuator_ctrl_range / actuator_force_range ``(nu, 2)``.
     Tendons: ``tendons`` (:class:`Tendons`; empty when the model has none).
     Equality constraints: ``equalities`` (:class:`Equalities`; empty when none).

@@ -208,12 +208,15 @@ def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | 
     """Generalised actuator forces ``(nv,)`` (MuJoCo ``qfrc_actuator``).
 
     For actuator ``k`` with gear ``g``: ``ctrl`` clamped to its range (if limited),
-    ``force = gain·ctrl + b0 + b1·length + b2·velocity`` clamped to the force range (if limited),
+    ``force = (g0 + g1·length + g2·velocity)·ctrl + b0 + b1·length + b2·velocity`` (MuJoCo's
+    fixed / affine gain and none / affine bias; Computation chapter "Actuation model") clamped to
+    the force range (if limited),
     with ``length = g q_j``, ``velocity = g v_j`` on joint ``j`` (generalised force ``g · force``
     on its dof) or ``length = g l_t``, ``velocity = g l̇_t`` on tendon ``t`` (generalised force
     ``g · force · J_t``). A tendon whose ``actuatorfrcrange`` is limited scales the forces of its
     actuators so that their sum stays in the range (MuJoCo ``tendon_actfrcrange``). A torque
-    motor has ``b = 0``; a position servo has ``gain = kp``, ``b = (0, -kp, -kv)``. ``tendon``:
+    motor has ``b = 0``; a position servo has ``g = (kp, 0, 0)``, ``b = (0, -kp, -kv)``, a
+    velocity servo ``g = (kv, 0, 0)``, ``b = (0, 0, -kv)``, a damper ``g = (0, 0, -kv)``. ``tendon``:
     the tendon kinematics at ``q`` (computed when omitted and some actuator drives a tendon).
     Gravity compensation of the joints with ``actuatorgravcomp`` is added here, as MuJoCo does
     (``kinematics``, ``axes``: at ``q``, computed when omitted).
@@ -249,7 +252,9 @@ def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | 
         velocity = velocity.at[tendon_actuators].set(tendon.velocity(v)[driven])
     length, velocity = gear * length, gear * velocity
     bias = model.actuator_bias.astype(dtype)
-    force = model.actuator_gain.astype(dtype) * ctrl + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity
+    gain = model.actuator_gain.astype(dtype)
+    gain = gain[:, 0] + gain[:, 1] * length + gain[:, 2] * velocity
+    force = gain * ctrl + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity
     force_range = model.actuator_force_range.astype(dtype)
     force = jnp.where(
         jnp.asarray(model.actuator_force_limited),

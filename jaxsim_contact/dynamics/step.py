@@ -1,21 +1,23 @@
-"""Time stepping: ``init``, ``step``, ``rollout`` (semi-implicit Euler with hard contact).
+"""Time stepping: ``init``, ``step``, ``rollout`` (MuJoCo's integrators with hard contact).
 
 One step (DESIGN §2; seed 001 §II-A time stepping, seed 004 §II-C), as :func:`step` lists it:
 
     guard inputs      a stand-in for an environment with bad inputs (fault isolation)
     smooth dynamics   kinematics, tendons; M, bias at q (CRBA, RNEA);
                       τ_smooth = passive + actuators - bias;
-                      v_f = v + dt (M + dt·D)⁻¹ τ_smooth        D = diag(dof_damping)
+                      v_f = v + dt H⁻¹ τ_smooth    H = M + dt·D (Euler, D = diag(dof_damping));
+                      RK4, implicitfast, implicit: jaxsim_contact.dynamics.integrators
     contact stage     collision → constraint rows → solve (jaxsim_contact.constraints):
-                      v⁺ = v_f + dt (M + dt·D)⁻¹ Jᵀ f
-    integrate         q⁺ = q ⊕ v⁺ dt                            (manifold integration)
+                      v⁺ = v_f + dt H⁻¹ Jᵀ f
+    integrate         q⁺ = q ⊕ v⁺ dt                            (manifold integration;
+                      RK4: q ⊕ (v̄ + ½ (v⁺ − v_f)) dt)
     project           q⁺ onto the equality constraints          (one Gauss–Newton step)
     advance or hold   the next state, or the held one of an environment that failed
 
-This is MuJoCo's ``Euler`` integrator, including its implicit treatment of joint damping
-(``eulerdamp``), so contact-free trajectories can be compared with MuJoCo C step by step.
-``(M + dt·D)`` is factorised once by Cholesky; the contact stage reuses that factor for the
-Delassus matrix.
+With the default ``Euler`` this is MuJoCo's ``Euler`` integrator, including its implicit
+treatment of joint damping (``eulerdamp``); every integrator's contact-free trajectories equal
+MuJoCo C's step by step (``tests/dynamics/test_integrators.py``). ``H`` is factorised once by
+Cholesky; the contact stage reuses that factor for the Delassus matrix.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ import numpy as np
 
 from ..constraints import contact_stage, initial_contact_data
 from ..linalg import grouped_cholesky
-from ..model import ErrorFlag, Model, State, error_bit
+from ..model import ErrorFlag, Integrator, Model, State, error_bit
 from .crba import mass_matrix_from_kinematics
 from .integration import integrate_positions
+from .integrators import integrator_matrix, integrator_matrix_is_symmetric, rk4_velocities, uses_velocity_derivative, velocity_matrix_groups
 from .kinematics import Kinematics, forward_kinematics, motion_axes
 from .projection import project_equalities
 from .rnea import actuator_forces, bias_forces_from_kinematics, passive_forces
@@ -46,8 +49,9 @@ class SmoothDynamics(eqx.Module):
 
     Attributes:
       mass_matrix: ``(nv, nv)`` ``M(q)``, armature included.
-      cholesky: ``(nv, nv)`` lower Cholesky factor ``L`` of ``M + dt·diag(damping)``, factorised
-        kinematic tree by kinematic tree (:func:`jaxsim_contact.linalg.grouped_cholesky`: ``M``
+      cholesky: ``(nv, nv)`` lower Cholesky factor ``L`` of the integrator's ``H`` (``M +
+        dt·diag(damping)`` for Euler, its symmetric part when ``H`` is not symmetric;
+        :mod:`.integrators`), factorised kinematic tree by kinematic tree (:func:`jaxsim_contact.linalg.grouped_cholesky`: ``M``
         has no entry between two trees, and small blocks factorise faster than the whole).
       cholesky_inverse: ``(nv, nv)`` ``L⁻¹`` (lower triangular). Every solve of the step is a
         product with it: XLA:CPU expands a batched triangular solve into a slow loop, so one solve
@@ -59,6 +63,9 @@ class SmoothDynamics(eqx.Module):
       motion_axes: ``(nv, 6)`` world motion axes of the dofs at ``q``.
       tendon: tendon lengths and moment arms at ``q`` (:class:`~.tendons.TendonKinematics`;
         ``(0,)`` / ``(0, nv)`` arrays for a model without tendons).
+      position_velocity: ``(nv,)`` RK4's weighted stage velocity ``v̄`` (positions advance by
+        ``h (v̄ + ½ Δv)`` with ``Δv`` the constraint impulse, :mod:`.integrators`); ``None`` for
+        the other integrators (positions advance with the new velocity).
     """
 
     mass_matrix: jax.Array
@@ -69,6 +76,7 @@ class SmoothDynamics(eqx.Module):
     kinematics: Kinematics
     motion_axes: jax.Array
     tendon: TendonKinematics
+    position_velocity: jax.Array | None = None
 
 
 @full_precision_matmuls
@@ -84,7 +92,8 @@ def init(model: Model, q: jax.Array | None = None, v: jax.Array | None = None) -
 
 @full_precision_matmuls
 def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> SmoothDynamics:
-    """Contact-free quantities of one step (DESIGN §2 stage 5)."""
+    """Contact-free quantities of one step (DESIGN §2 stage 5) for the model's integrator
+    (:mod:`.integrators`): ``H``, its factor and the free velocity ``v_f``."""
     q, v = state.q, state.v
     dt = model.options.dt.astype(q.dtype)
     kin = forward_kinematics(model, q)
@@ -97,13 +106,25 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
         mass, bias = mass + armature_mass, bias + armature_bias
     force = (passive_forces(model, q, v, tendon, kin, axes)
              + actuator_forces(model, q, v, ctrl, tendon, kin, axes) - bias)
-    damping = model.dof_damping.astype(q.dtype)
-    # block by block over the kinematic trees (M has no entry between two trees)
-    chol, chol_inv = grouped_cholesky(mass + dt * jnp.diag(damping), model.tree.dof_tree_groups)
-    acc = chol_inv.T @ (chol_inv @ force)  # (M + dt D)⁻¹ f = L⁻ᵀ L⁻¹ f
+    integrator = model.options.integrator
+    # H: M + dt D (Euler), M (RK4), M - dt ∂f/∂v (implicit, implicitfast); see .integrators
+    matrix = integrator_matrix(model, q, v, ctrl, kin, axes, tendon, mass, dt)
+    # block by block over the kinematic trees (H has no entry between two trees unless a tendon
+    # couples them)
+    groups = velocity_matrix_groups(model, uses_velocity_derivative(integrator))
+    if not integrator_matrix_is_symmetric(model):  # LU for v_f, the symmetric part for the rows
+        chol, chol_inv = grouped_cholesky(0.5 * (matrix + matrix.T), groups)
+        free_velocity = v + dt * jnp.linalg.solve(matrix, force)
+    else:
+        chol, chol_inv = grouped_cholesky(matrix, groups)
+        free_velocity = v + dt * (chol_inv.T @ (chol_inv @ force))  # H⁻¹ f = L⁻ᵀ L⁻¹ f
+    position_velocity = None
+    if integrator == Integrator.RK4:
+        acceleration = chol_inv.T @ (chol_inv @ force)  # stage 0: M⁻¹ f
+        free_velocity, position_velocity = rk4_velocities(model, q, v, ctrl, acceleration, dt)
     return SmoothDynamics(mass_matrix=mass, cholesky=chol, cholesky_inverse=chol_inv,
-                          smooth_force=force, free_velocity=v + dt * acc, kinematics=kin,
-                          motion_axes=axes, tendon=tendon)
+                          smooth_force=force, free_velocity=free_velocity, kinematics=kin,
+                          motion_axes=axes, tendon=tendon, position_velocity=position_velocity)
 
 
 def _within_limit(x: jax.Array, limit: jax.Array) -> jax.Array:
@@ -136,7 +157,7 @@ def _check_contact_cache(contact, empty_contact) -> None:
 
 @full_precision_matmuls
 def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
-    """Advance one time step ``model.options.dt`` (semi-implicit Euler with hard contact).
+    """Advance one time step ``model.options.dt`` (``model.options.integrator``, hard contact).
 
     Args:
       model: the scene.
@@ -170,11 +191,19 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
         smooth = smooth_dynamics(model, guard.state, guard.ctrl)
     with jax.named_scope("contact_stage"):  # collision, constraint rows, solve: v⁺ from v_f
         v_next, contact, contact_error = contact_stage(model, guard.state, smooth, dt)
-    q_next = integrate_positions(model, guard.state.q, v_next, dt)  # q⁺ = q ⊕ v⁺ Δt
+    q_next = integrate_positions(model, guard.state.q, _position_velocity(smooth, v_next), dt)
     # equalities: their position drift projected out (a bit when they are incompatible)
     q_next, unsatisfied = project_equalities(model, q_next, smooth.cholesky_inverse)
     contact_error = contact_error | error_bit(unsatisfied, ErrorFlag.EQUALITY_NOT_SATISFIED)
     return _advance_or_hold(model, state, guard, q_next, v_next, contact, contact_error)
+
+
+def _position_velocity(smooth: SmoothDynamics, v_next: jax.Array) -> jax.Array:
+    """The velocity that moves ``q`` over the step: ``v⁺`` (Euler, implicit: q⁺ = q ⊕ v⁺ Δt), or
+    RK4's ``v̄ + ½ (v⁺ − v_f)`` (the constraint impulse as a force held over the step)."""
+    if smooth.position_velocity is None:
+        return v_next
+    return smooth.position_velocity + 0.5 * (v_next - smooth.free_velocity)
 
 
 class _Guard(eqx.Module):

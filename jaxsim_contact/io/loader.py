@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..collision.pairs import build_collision_structure
-from ..model import (Equalities, EqualityKind, KinematicTree, Model, Options, TendonPathElement,
+from ..model import (Equalities, EqualityKind, Integrator, KinematicTree, Model, Options, TendonPathElement,
                      Tendons, WrapKind)
 from ..types import GeomType, JointType
 from .errors import (
@@ -290,8 +290,25 @@ def _tendons_from_mjmodel(mj, arr) -> Tendons:
                     for i in range(mj.ntendon)),
         limited=tuple(bool(x) for x in mj.tendon_limited),
         path=tuple(path),
+        multi_tree_tendons=tuple(int(t) for t in np.flatnonzero(np.asarray(mj.tendon_treenum) > 1)),
     )
 
+
+def _affine_parameters(prm, kinds, affine: int, keep_first: bool) -> np.ndarray:
+    """``(nu, 3)`` coefficients ``(c0, c1, c2)`` of ``c0 + c1·length + c2·velocity`` of a gain or
+    bias: what MuJoCo reads of ``gainprm`` / ``biasprm`` for its type (fixed gain: ``c0`` only;
+    no bias: zeros; affine: all three), so parameters MuJoCo ignores cannot act here."""
+    out = np.array(np.asarray(prm, dtype=np.float64)[:, :3])
+    not_affine = np.asarray(kinds) != affine
+    out[not_affine, 1:] = 0.0
+    if not keep_first:
+        out[not_affine, 0] = 0.0
+    return out
+
+
+#: MuJoCo ``mjtIntegrator`` → :class:`Integrator`
+_INTEGRATOR_FROM_MJ = {0: Integrator.EULER, 1: Integrator.RK4, 2: Integrator.IMPLICIT,
+                       3: Integrator.IMPLICITFAST}
 
 _EQUALITY_FROM_MJ = {0: EqualityKind.CONNECT, 1: EqualityKind.WELD, 2: EqualityKind.JOINT,
                      3: EqualityKind.TENDON}
@@ -374,8 +391,10 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         dof_armature=arr(mj.dof_armature, (mj.nv,)),
         dof_damping=arr(mj.dof_damping, (mj.nv,)),
         dof_frictionloss=arr(mj.dof_frictionloss, (mj.nv,)),
-        actuator_gain=arr(mj.actuator_gainprm[:, 0], (nu,)),
-        actuator_bias=arr(mj.actuator_biasprm[:, :3], (nu, 3)),
+        actuator_gain=arr(_affine_parameters(mj.actuator_gainprm, mj.actuator_gaintype,
+                                             int(mujoco.mjtGain.mjGAIN_AFFINE), keep_first=True), (nu, 3)),
+        actuator_bias=arr(_affine_parameters(mj.actuator_biasprm, mj.actuator_biastype,
+                                             int(mujoco.mjtBias.mjBIAS_AFFINE), keep_first=False), (nu, 3)),
         actuator_gear=arr(mj.actuator_gear[:, 0], (nu,)),
         actuator_ctrl_range=arr(mj.actuator_ctrlrange, (nu, 2)),
         actuator_force_range=arr(mj.actuator_forcerange, (nu, 2)),
@@ -391,6 +410,7 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         equalities=_equalities_from_mjmodel(mj, arr),
         options=Options(
             dt=arr(mj.opt.timestep), gravity=arr(gravity),
+            integrator=_INTEGRATOR_FROM_MJ[int(mj.opt.integrator)],
             enable_contacts=not (constraints_off or disabled & int(mujoco.mjtDisableBit.mjDSBL_CONTACT)),
             enable_joint_limits=not (constraints_off or disabled & int(mujoco.mjtDisableBit.mjDSBL_LIMIT)),
         ),

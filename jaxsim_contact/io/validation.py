@@ -50,10 +50,8 @@ _MJCF_UNSUPPORTED_ELEMENTS = {
     "extension": "engine plugins",
     "hfield": "height fields",
 }
-_MJCF_SUPPORTED_ACTUATORS = {"motor", "position", "general"}
-_MJCF_UNSUPPORTED_ACTUATORS = {
-    "velocity", "intvelocity", "damper", "cylinder", "muscle", "adhesion", "plugin",
-}
+_MJCF_SUPPORTED_ACTUATORS = {"motor", "position", "velocity", "damper", "general"}
+_MJCF_UNSUPPORTED_ACTUATORS = {"intvelocity", "cylinder", "muscle", "adhesion", "plugin"}
 
 # Size components each primitive uses (MuJoCo's geom_size layout); with ``fromto`` only the
 # radius / first half-size is given explicitly.
@@ -310,8 +308,10 @@ def check_compiled(mj, path: Path) -> None:
             raise UnsupportedFeatureError(f"{where}: only hinge/slide joints can be actuated")
         if int(mj.actuator_dyntype[a]) != int(mujoco.mjtDyn.mjDYN_NONE):
             raise UnsupportedFeatureError(f"{where}: actuator dynamics (dyntype) not supported")
-        if int(mj.actuator_gaintype[a]) != int(mujoco.mjtGain.mjGAIN_FIXED):
-            raise UnsupportedFeatureError(f"{where}: only fixed gains are supported")
+        if int(mj.actuator_gaintype[a]) not in (
+            int(mujoco.mjtGain.mjGAIN_FIXED), int(mujoco.mjtGain.mjGAIN_AFFINE)
+        ):
+            raise UnsupportedFeatureError(f"{where}: only fixed / affine gains are supported")
         if int(mj.actuator_biastype[a]) not in (
             int(mujoco.mjtBias.mjBIAS_NONE), int(mujoco.mjtBias.mjBIAS_AFFINE)
         ):
@@ -324,16 +324,11 @@ _SUPPORTED_MJ_GEOMS = {0, 2, 3, 4, 5, 6, 7}
 
 def _check_tendons(mj, path: Path) -> None:
     """Tendon features the engine does not simulate yet raise by name (never silently ignored):
-    tendon armature across kinematic trees, polynomial stiffness / damping, plasticity."""
+    polynomial stiffness / damping, plasticity."""
     import mujoco
 
     for t in range(mj.ntendon):
         where = f"{path}: {describe('tendon', mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_TENDON, t) or '', t)}"
-        if mj.tendon_armature[t] != 0 and int(mj.tendon_treenum[t]) > 1:
-            raise UnsupportedFeatureError(
-                f"{where} has armature {float(mj.tendon_armature[t])} and spans "
-                f"{int(mj.tendon_treenum[t])} kinematic trees; tendon armature is supported within "
-                "one tree (the mass matrix is factorised tree by tree)")
         unsupported = {
             "stiffness polynomial": float(np.abs(mj.tendon_stiffnesspoly[t]).max(initial=0.0)),
             "damping polynomial": float(np.abs(mj.tendon_dampingpoly[t]).max(initial=0.0)),

@@ -299,7 +299,7 @@ def test_unsupported_urdf_joint_type(tmp_path):
     "extra, pattern",
     [
         ('<actuator><muscle joint="h"/></actuator>', r"actuator <muscle"),
-        ('<actuator><velocity joint="h" kv="1"/></actuator>', r"actuator <velocity"),
+        ('<actuator><intvelocity joint="h" kp="1" actrange="-1 1"/></actuator>', r"actuator <intvelocity"),
         ('<option density="1.2"/>', r"fluid"),
     ],
 )

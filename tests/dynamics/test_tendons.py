@@ -22,7 +22,6 @@ import pytest
 import jaxsim_contact as jc
 from jaxsim_contact import dynamics
 from jaxsim_contact.dynamics.tendons import tendon_kinematics
-from jaxsim_contact.io import UnsupportedFeatureError
 
 MJX_DATA = pathlib.Path(mujoco.__file__).parent / "mjx" / "test_data"
 GYM_ASSETS = pathlib.Path(__import__("gymnasium").__file__).parent / "envs" / "mujoco" / "assets"
@@ -154,13 +153,8 @@ def test_tendon_inside_default_is_not_a_tendon():
     assert model.ntendon == 0
 
 
-def test_tendon_armature_matches_mujoco_mass_matrix_bias_and_step():
-    """Tendon armature (MJX's armature.xml, two spatial tendons): ``Jᵀ a J`` in the mass matrix and
-    ``Jᵀ a J̇v`` in the bias forces equal MuJoCo's qM / qfrc_bias, and one step its mj_step."""
-    path = MJX_DATA / "tendon" / "armature.xml"
-    model = jc.load(path)
-    mj = mujoco.MjModel.from_xml_path(str(path))
-    assert model.tendons.armature_tendons == (0, 1)
+def _check_armature_against_mujoco(model: jc.Model, mj) -> None:
+    """qM, qfrc_bias and one mj_step (velocity) equal MuJoCo's on random states."""
     step = jax.jit(jc.step)
     for data in _random_states(mj, 10):
         full = np.zeros((mj.nv, mj.nv))
@@ -174,16 +168,45 @@ def test_tendon_armature_matches_mujoco_mass_matrix_bias_and_step():
         np.testing.assert_allclose(step(model, jc.init(model, q=q, v=v)).v, stepped.qvel, atol=1e-12)
 
 
-def test_unsupported_tendon_features_are_named():
-    """Tendon armature across two kinematic trees (the mass matrix is factorised tree by tree)."""
+def test_tendon_armature_matches_mujoco_mass_matrix_bias_and_step():
+    """Tendon armature (MJX's armature.xml, two spatial tendons): ``Jᵀ a J`` in the mass matrix and
+    ``Jᵀ a J̇v`` in the bias forces equal MuJoCo's qM / qfrc_bias, and one step its mj_step."""
+    path = MJX_DATA / "tendon" / "armature.xml"
+    model = jc.load(path)
+    assert model.tendons.armature_tendons == (0, 1)
+    _check_armature_against_mujoco(model, mujoco.MjModel.from_xml_path(str(path)))
+
+
+def test_tendon_armature_across_two_trees_couples_them():
+    """A tendon with armature between two separate bodies couples their dofs: its kinetic energy
+    ``½ a l̇²`` with ``l̇ = J v`` puts ``a Jᵢ Jⱼ`` between the trees. MuJoCo 4.0.0 keeps only the
+    within-tree entries (its ``qM`` has the trees' sparsity; its bias forces are complete); the
+    engine keeps all of them and factorises ``M`` as one dense block. Reference: MuJoCo's ``qM``,
+    plus the cross-tree entries from its ``ten_J``; one step = ``v + h M⁻¹ (−qfrc_bias)``."""
     xml = """
-<mujoco><worldbody><site name="a" pos="0 0 1"/>
-  <body><joint type="slide" axis="1 0 0"/><geom size=".1"/><site name="b"/></body>
+<mujoco><option gravity="0 0 -9.81"/><worldbody><site name="a" pos="0 0 1"/>
+  <body><joint type="slide" axis="1 0 0"/><joint type="hinge" axis="0 0 1"/><geom size=".1"/>
+    <site name="b" pos=".05 .02 0"/></body>
   <body pos="1 0 0"><joint type="slide" axis="0 1 0"/><geom size=".1"/><site name="c"/></body>
 </worldbody>
 <tendon><spatial name="across" armature="2"><site site="b"/><site site="c"/></spatial></tendon></mujoco>"""
-    with pytest.raises(UnsupportedFeatureError, match="tendon 'across' has armature 2.0 and spans 2"):
-        _load_xml(xml)
+    model = _load_xml(xml)
+    mj = mujoco.MjModel.from_xml_string(xml)
+    assert model.tendons.multi_tree_tendons == (0,) and len(model.tree.dof_tree_groups) == 2
+    first_tree, second_tree = np.arange(2), np.arange(2, 3)
+    step = jax.jit(jc.step)
+    for data in _random_states(mj, 5):
+        full = np.zeros((mj.nv, mj.nv))
+        mujoco.mj_fullM(mj, data, full)
+        moment = _dense_tendon_jacobian(mj, data)[0]
+        cross = 2.0 * np.outer(moment, moment)
+        full[np.ix_(first_tree, second_tree)] += cross[np.ix_(first_tree, second_tree)]
+        full[np.ix_(second_tree, first_tree)] += cross[np.ix_(second_tree, first_tree)]
+        q, v = jnp.asarray(data.qpos), jnp.asarray(data.qvel)
+        np.testing.assert_allclose(jc.mass_matrix(model, q), full, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(jc.bias_forces(model, q, v), data.qfrc_bias, rtol=1e-12, atol=1e-12)
+        expected = data.qvel + mj.opt.timestep * np.linalg.solve(full, -data.qfrc_bias)
+        np.testing.assert_allclose(step(model, jc.init(model, q=q, v=v)).v, expected, atol=1e-12)
 
 
 def test_tendon_frictionloss_holds_below_and_slips_above_its_bound():
