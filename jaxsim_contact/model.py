@@ -271,6 +271,9 @@ class Options(eqx.Module):
         than slots sets ``ErrorFlag.CONTACT_BUDGET_OVERFLOW`` and keeps the deepest ones.
       enable_contacts, enable_joint_limits: switch the two constraint families off (MuJoCo's
         ``<flag contact="disable"/>`` and ``limit="disable"``).
+      euler_damping: with ``integrator="euler"``, treat joint damping implicitly (``H = M + dt
+        D``, default, MuJoCo's ``eulerdamp``); ``False`` (MuJoCo's ``<flag eulerdamp="disable"/>``):
+        explicitly (``H = M``).
       project_equalities: after each step, move ``q`` by one mass-weighted Gauss–Newton step
         onto the active equality constraints (:mod:`jaxsim_contact.dynamics.projection`), so that
         their violation does not drift (default ``True``; ``False``: velocity-level rows only).
@@ -338,6 +341,7 @@ class Options(eqx.Module):
     contact_budget: int | None = eqx.field(static=True, default=None)
     enable_contacts: bool = eqx.field(static=True, default=True)
     enable_joint_limits: bool = eqx.field(static=True, default=True)
+    euler_damping: bool = eqx.field(static=True, default=True)
     project_equalities: bool = eqx.field(static=True, default=True)
     gradient: Gradient = eqx.field(static=True, default=Gradient.IMPLICIT)
     gradient_smoothing: Any = None

@@ -191,9 +191,9 @@ def integrator_matrix_is_symmetric(model: Model) -> bool:
 def integrator_matrix(model: Model, q, v, ctrl, kin, axes, tendon, mass, dt) -> jax.Array:
     """``H`` of the model's integrator (module docstring), ``(nv, nv)``."""
     integrator = model.options.integrator
-    if integrator == Integrator.EULER:
+    if integrator == Integrator.EULER and model.options.euler_damping:
         return mass + dt * jnp.diag(model.dof_damping.astype(mass.dtype))
-    if integrator == Integrator.RK4:
+    if integrator in (Integrator.RK4, Integrator.EULER):  # RK4, or Euler without eulerdamp
         return mass
     derivative = force_velocity_derivative(model, q, v, ctrl, kin, axes, tendon,
                                            include_bias=integrator == Integrator.IMPLICIT)

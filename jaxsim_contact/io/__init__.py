@@ -13,6 +13,7 @@ from .checkpoint import (
 )
 from .errors import (
     DegenerateMeshError,
+    IgnoredOptionWarning,
     InvalidGeometryError,
     InvalidFrictionError,
     InvalidInertiaError,
@@ -53,4 +54,5 @@ __all__ = [
     "DegenerateMeshError",
     "UnsupportedFeatureError",
     "SelfOverlapWarning",
+    "IgnoredOptionWarning",
 ]

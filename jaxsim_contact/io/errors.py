@@ -17,6 +17,7 @@ __all__ = [
     "DegenerateMeshError",
     "UnsupportedFeatureError",
     "SelfOverlapWarning",
+    "IgnoredOptionWarning",
 ]
 
 
@@ -57,6 +58,11 @@ class DegenerateMeshError(ModelError):
 
 class UnsupportedFeatureError(NotImplementedError):
     """The model uses an element or attribute value this engine does not simulate yet."""
+
+
+class IgnoredOptionWarning(UserWarning):
+    """The model sets ``<option>`` values the engine has no counterpart for (MuJoCo's own solver
+    and collision settings); the message names each one (:mod:`jaxsim_contact.io.options`)."""
 
 
 def describe(kind: str, name: str, index: int) -> str:

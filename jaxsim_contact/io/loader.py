@@ -32,6 +32,7 @@ from .errors import (
 from .meshes import check_meshes
 from .overlaps import exclude_self_overlaps as handle_self_overlaps
 from .urdf import add_floating_base, inline_unreadable_meshes, resolve_mesh_files
+from .options import apply_options
 from .validation import check_compiled, check_spec, check_xml, parse_xml
 
 __all__ = ["load", "compile_mjmodel", "prepare_spec", "compile_spec", "from_mjmodel"]
@@ -336,9 +337,12 @@ def _equalities_from_mjmodel(mj, arr) -> Equalities:
 def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
     """Convert a compiled ``mujoco.MjModel`` (already validated) into a :class:`Model`.
 
-    The result follows MuJoCo's body, joint, ``qpos`` and ``qvel`` order exactly.
+    The result follows MuJoCo's body, joint, ``qpos`` and ``qvel`` order exactly. The model's
+    ``<option>`` flags that switch physics off are applied (:func:`.options.apply_options`).
     """
     import mujoco
+
+    mj = apply_options(mj)
 
     dtype = dtype or jnp.result_type(float)
 
@@ -413,6 +417,7 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
             integrator=_INTEGRATOR_FROM_MJ[int(mj.opt.integrator)],
             enable_contacts=not (constraints_off or disabled & int(mujoco.mjtDisableBit.mjDSBL_CONTACT)),
             enable_joint_limits=not (constraints_off or disabled & int(mujoco.mjtDisableBit.mjDSBL_LIMIT)),
+            euler_damping=not disabled & int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP),
         ),
         body_names=body_names,
         joint_names=names(mujoco.mjtObj.mjOBJ_JOINT, mj.njnt),

@@ -33,6 +33,7 @@ from .errors import (
     UnsupportedFeatureError,
     describe,
 )
+from .options import check_options
 
 __all__ = ["parse_xml", "check_xml", "check_spec", "check_compiled"]
 
@@ -258,6 +259,7 @@ def check_compiled(mj, path: Path) -> None:
             f"forces are not supported"
         )
 
+    check_options(mj, path)
     _check_tendons(mj, path)
     _check_equalities(mj, path)
     _check_frictionloss(mj, path)
