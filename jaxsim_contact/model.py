@@ -34,7 +34,7 @@ from .contact.relaxed import RelaxedComplementarity
 from .contact.solver import ContactSolver
 from .types import Choice, GeomType, JointType
 
-__all__ = ["KinematicTree", "Options", "Integrator", "Model", "State", "ContactData", "ErrorFlag",
+__all__ = ["KinematicTree", "Options", "Integrator", "ActuatorDynamics", "ActuatorStates", "Model", "State", "ContactData", "ErrorFlag",
            "Tendons", "TendonPathElement", "WrapKind", "Equalities", "EqualityKind"]
 
 
@@ -257,6 +257,11 @@ class Options(eqx.Module):
         ``v`` or ``ctrl`` counts as diverged, like a NaN or an infinity: :func:`jaxsim_contact.step`
         then flags and freezes the environment (see :class:`ErrorFlag`). No physical state comes
         near it, while squares and cubes of it stay finite even in float32.
+      fluid_density (kg/m³), fluid_viscosity (Pa·s), wind ``(3,)`` (m/s, world frame): the
+        medium of MuJoCo's inertia-box fluid model (``<option density viscosity wind>``;
+        :mod:`jaxsim_contact.dynamics.fluid`). It acts on ``Model.fluid_bodies``: every body with
+        mass when the model was loaded with a nonzero density or viscosity, none otherwise (a
+        model loaded without fluid ignores these values).
       solver: any contact solver of :mod:`jaxsim_contact.contact` (default NCP/ADMM); its
         iteration cap and formulation are static, its tolerance dynamic.
 
@@ -336,6 +341,9 @@ class Options(eqx.Module):
     equality_correction: jax.Array = _numeric(1.0, low=0.0, high=1.0)
     equality_tolerance: jax.Array = _numeric(1e-6, low=0.0, strict=True)
     value_limit: jax.Array = _numeric(1e10, low=0.0, strict=True)
+    fluid_density: jax.Array = _numeric(0.0, low=0.0)
+    fluid_viscosity: jax.Array = _numeric(0.0, low=0.0)
+    wind: jax.Array = _numeric([0.0, 0.0, 0.0])
     solver: ContactSolver = eqx.field(default_factory=default_step_solver)
     integrator: Integrator = eqx.field(static=True, default=Integrator.EULER)
     contact_budget: int | None = eqx.field(static=True, default=None)
@@ -508,6 +516,74 @@ class Tendons(eqx.Module):
                    actuator_force_limited=(), frictionloss_tendons=(), armature_tendons=(), path=())
 
 
+class ActuatorDynamics(Choice):
+    """An actuator's activation dynamics (MuJoCo ``mjtDyn``, Computation chapter "Actuation
+    model"): ``NONE`` (the force uses ``ctrl``), ``INTEGRATOR`` (``ȧ = u``), ``FILTER``
+    (``ȧ = (u − a)/τ``, Euler), ``FILTEREXACT`` (the same filter integrated exactly) and
+    ``MUSCLE`` (MuJoCo's muscle activation, time constants ``τ_act``, ``τ_deact``)."""
+
+    NONE = "none"
+    INTEGRATOR = "integrator"
+    FILTER = "filter"
+    FILTEREXACT = "filterexact"
+    MUSCLE = "muscle"
+
+
+class ActuatorStates(eqx.Module):
+    """Activation dynamics and muscle curves of a model's actuators (MuJoCo ``actuator_dyn*``,
+    ``actuator_act*``, muscle ``gainprm`` / ``biasprm``; Computation chapter "Actuation model").
+
+    Actuator ``k`` with ``dynamics[k] != NONE`` owns one activation ``State.act[act_index[k]]``;
+    its force uses the activation (or, with ``act_early``, the activation after this step) in
+    place of ``ctrl``.
+
+    Dynamic (``jax.Array``):
+      dynamics_prm ``(nu, 3)``: ``τ`` (s) of a filter; ``(τ_act, τ_deact, smoothing width)`` of a
+        muscle.
+      act_range ``(nu, 2)``: activation range of the ``act_limited`` actuators.
+      muscle_gain_prm, muscle_bias_prm ``(nu, 9)``: MuJoCo's muscle parameters ``(range₀, range₁,
+        force, scale, lmin, lmax, vmax, fpmax, fvmax)`` of the actuators whose gain / bias is a
+        muscle's (``muscle_gain``, ``muscle_bias``).
+      length_range ``(nu, 2)``: actuator lengths (m) at which a muscle is shortest / longest
+        (MuJoCo ``actuator_lengthrange``); acc0 ``(nu,)``: acceleration of a unit force (MuJoCo
+        ``actuator_acc0``; scales a muscle of negative ``force``).
+    Static:
+      dynamics (per actuator an :class:`ActuatorDynamics`), act_limited, act_early, muscle_gain,
+      muscle_bias (per actuator bools).
+    """
+
+    dynamics_prm: jax.Array
+    act_range: jax.Array
+    muscle_gain_prm: jax.Array
+    muscle_bias_prm: jax.Array
+    length_range: jax.Array
+    acc0: jax.Array
+    dynamics: tuple[ActuatorDynamics, ...] = eqx.field(static=True)
+    act_limited: tuple[bool, ...] = eqx.field(static=True)
+    act_early: tuple[bool, ...] = eqx.field(static=True)
+    muscle_gain: tuple[bool, ...] = eqx.field(static=True)
+    muscle_bias: tuple[bool, ...] = eqx.field(static=True)
+
+    @property
+    def stateful(self) -> tuple[int, ...]:
+        """The actuators with an activation, in ``State.act`` order."""
+        return tuple(k for k, kind in enumerate(self.dynamics) if kind != ActuatorDynamics.NONE)
+
+    @property
+    def na(self) -> int:
+        """Number of activations (MuJoCo ``na``)."""
+        return len(self.stateful)
+
+    @classmethod
+    def stateless(cls, nu: int, dtype=jnp.float64) -> "ActuatorStates":
+        """``nu`` actuators without activation dynamics or muscles."""
+        zeros = lambda *shape: jnp.zeros(shape, dtype)  # noqa: E731
+        return cls(dynamics_prm=zeros(nu, 3), act_range=zeros(nu, 2), muscle_gain_prm=zeros(nu, 9),
+                   muscle_bias_prm=zeros(nu, 9), length_range=zeros(nu, 2), acc0=zeros(nu),
+                   dynamics=(ActuatorDynamics.NONE,) * nu, act_limited=(False,) * nu,
+                   act_early=(False,) * nu, muscle_gain=(False,) * nu, muscle_bias=(False,) * nu)
+
+
 class EqualityKind(Choice):
     """An equality constraint's kind (MuJoCo ``mjtEq``; XML Reference ``<equality>``)."""
 
@@ -596,7 +672,10 @@ class Model(eqx.Module):
       gear·force·J_tendon. ``actuator_target`` (static) is the joint or, where
       ``actuator_on_tendon``, the tendon.
       actuator_gain ``(nu, 3)``, actuator_bias ``(nu, 3)``, actuator_gear ``(nu,)``,
-      actuator_ctrl_range / actuator_force_range ``(nu, 2)``.
+      actuator_ctrl_range / actuator_force_range ``(nu, 2)``. Activation dynamics and muscles:
+      ``actuator_states`` (:class:`ActuatorStates`); an actuator with dynamics uses its
+      activation ``State.act`` in place of ``ctrl``, a muscle's gain / bias replace the affine
+      ones.
     Tendons: ``tendons`` (:class:`Tendons`; empty when the model has none).
     Equality constraints: ``equalities`` (:class:`Equalities`; empty when none).
     Geoms (stored for collision; MuJoCo conventions for ``size``):
@@ -648,6 +727,7 @@ class Model(eqx.Module):
     options: Options
     tendons: Tendons
     equalities: Equalities
+    actuator_states: ActuatorStates
 
     # --- static: names, joint limits flags, actuator wiring, geom structure -------------------
     body_names: tuple[str, ...] = eqx.field(static=True)
@@ -687,6 +767,8 @@ class Model(eqx.Module):
     joint_actuator_force_limited: tuple[int, ...] = eqx.field(static=True, default=())
     #: joints whose gravity compensation is an actuator force (MuJoCo ``actuatorgravcomp``)
     joint_actuator_gravcomp: tuple[int, ...] = eqx.field(static=True, default=())
+    #: bodies the fluid acts on (every body with mass, when the model has fluid forces)
+    fluid_bodies: tuple[int, ...] = eqx.field(static=True, default=())
 
     # --- counts -----------------------------------------------------------------------------
     @property
@@ -708,6 +790,11 @@ class Model(eqx.Module):
     @property
     def nu(self) -> int:
         return len(self.actuator_target)
+
+    @property
+    def na(self) -> int:
+        """Number of actuator activations (``State.act``)."""
+        return self.actuator_states.na
 
     @property
     def ntendon(self) -> int:
@@ -881,6 +968,8 @@ class State(eqx.Module):
       error: int32 bitmask of :class:`ErrorFlag` bits, sticky once set.
       contact: :class:`ContactData` of the last step (forces, penetration, solver statistics);
         ``None`` only for states built by hand (``jc.init`` always fills it).
+      act: ``(na,)`` actuator activations (MuJoCo ``act``; :class:`ActuatorStates`); ``None`` in
+        a state built by hand counts as zeros (and stays ``None`` for a model without them).
     """
 
     q: jax.Array
@@ -888,3 +977,4 @@ class State(eqx.Module):
     time: jax.Array
     error: jax.Array
     contact: ContactData | None = None
+    act: jax.Array | None = None

@@ -25,7 +25,8 @@ CHOICES = {
     "PGS formulation": (lambda v: jc.contact.PGS(formulation=v), ["lcp", "ccp", "ncp"], Formulation),
     "PrimalNewton line_search": (lambda v: jc.contact.PrimalNewton(line_search=v),
                                  ["exact", "armijo"], LineSearch),
-    "Options.integrator": (lambda v: Options(dt=0.01, gravity=jnp.zeros(3), integrator=v), ["euler"],
+    "Options.integrator": (lambda v: Options(dt=0.01, gravity=jnp.zeros(3), integrator=v),
+                           ["euler", "rk4", "implicit", "implicitfast"],
                            Integrator),
 }
 

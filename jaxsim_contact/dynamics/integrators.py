@@ -36,6 +36,7 @@ import numpy as np
 from ..linalg import grouped_cholesky
 from ..model import Integrator, Model
 from ..types import JointType
+from .actuation import activation_rate, clamp_controls
 from .crba import mass_matrix_from_kinematics
 from .integration import integrate_positions
 from .kinematics import forward_kinematics, motion_axes
@@ -65,10 +66,11 @@ def velocity_matrix_groups(model: Model, implicit_in_velocity: bool = False):
     return model.tree.dof_tree_groups
 
 
-def _smooth_force(model: Model, q, v, ctrl, kin, axes, tendon, include_bias: bool) -> jax.Array:
+def _smooth_force(model: Model, q, v, ctrl, kin, axes, tendon, include_bias: bool,
+                  act=None) -> jax.Array:
     """``passive + actuator (- bias)`` at ``(q, v)`` with the kinematics of ``q`` given."""
     force = (passive_forces(model, q, v, tendon, kin, axes)
-             + actuator_forces(model, q, v, ctrl, tendon, kin, axes))
+             + actuator_forces(model, q, v, ctrl, tendon, kin, axes, act=act))
     if include_bias:
         force = force - bias_forces_from_kinematics(model, kin, axes, v)
         if model.tendons.armature_tendons:
@@ -77,15 +79,20 @@ def _smooth_force(model: Model, q, v, ctrl, kin, axes, tendon, include_bias: boo
 
 
 def force_velocity_derivative(model: Model, q, v, ctrl, kin, axes, tendon,
-                              include_bias: bool) -> jax.Array:
+                              include_bias: bool, act=None) -> jax.Array:
     """``∂f/∂v`` ``(nv, nv)`` (N·s/m or N·m·s/rad) of the smooth force: passive and actuator
     forces, and with ``include_bias`` the bias forces too (MuJoCo's ``qDeriv`` of
     ``mjd_smooth_vel``, ``implicitfast`` without and ``implicit`` with the RNE terms). Exact
-    forward-mode derivative (``jax.jacfwd``); ``kin``, ``axes``, ``tendon``: at ``q``."""
-    return jax.jacfwd(lambda w: _smooth_force(model, q, w, ctrl, kin, axes, tendon, include_bias))(v)
+    forward-mode derivative (``jax.jacfwd``); ``kin``, ``axes``, ``tendon``: at ``q``; ``act``:
+    the activations, held fixed. (MuJoCo's ``mjd_actuator_vel`` multiplies an affine gain's
+    velocity term by the *unclamped* control of a stateless actuator; here the clamped one, the
+    one the force uses: the two differ only for controls outside ``ctrlrange``.)"""
+    return jax.jacfwd(lambda w: _smooth_force(model, q, w, ctrl, kin, axes, tendon, include_bias,
+                                              act=act))(v)
 
 
-def _smooth_acceleration(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array) -> jax.Array:
+def _smooth_acceleration(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array,
+                         act) -> jax.Array:
     """``M(q)⁻¹ f(q, v)`` ``(nv,)``: the explicit acceleration of one RK4 stage."""
     kin = forward_kinematics(model, q)
     axes = motion_axes(model, kin)
@@ -93,7 +100,7 @@ def _smooth_acceleration(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Arr
     mass = mass_matrix_from_kinematics(model, kin, axes)
     if model.tendons.armature_tendons:
         mass = mass + tendon_armature(model, q, v, tendon)[0]
-    force = _smooth_force(model, q, v, ctrl, kin, axes, tendon, include_bias=True)
+    force = _smooth_force(model, q, v, ctrl, kin, axes, tendon, include_bias=True, act=act)
     _, chol_inv = grouped_cholesky(mass, velocity_matrix_groups(model))
     return chol_inv.T @ (chol_inv @ force)
 
@@ -135,7 +142,7 @@ def _tangent_rate(rotation_dofs: np.ndarray, theta: jax.Array, v: jax.Array) -> 
 
 
 def rk4_velocities(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array,
-                   acceleration: jax.Array, dt: jax.Array) -> tuple[jax.Array, jax.Array]:
+                   acceleration: jax.Array, dt: jax.Array, act=None, act_rate=None):
     """MuJoCo's RK4 of the smooth dynamics from ``(q, v)`` (module docstring).
 
     Ball and free-joint rotations advance as Runge–Kutta–Munthe-Kaas on SO(3) (as MuJoCo 4.0.0's
@@ -148,30 +155,44 @@ def rk4_velocities(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array,
       ctrl: ``(nu,)`` controls (held over the step).
       acceleration: ``(nv,)`` ``M⁻¹ f`` at ``(q, v)`` (stage 0, already computed by the step).
       dt: scalar step (s).
+      act, act_rate: ``(na,)`` activations and their rate at ``(q, v)`` (``None`` without
+        activations); the activations are RK4 states too (MuJoCo's ``X`` holds ``act``).
     Returns:
-      ``(free_velocity, position_velocity)``, both ``(nv,)``: ``v + h Σ b_k a_k`` and
-      ``v̄ = Σ b_k K_k`` (``q`` advances by ``q ⊕ h v̄`` when no constraint acts).
+      ``(free_velocity, position_velocity, act_rate)``: ``v + h Σ b_k a_k`` and ``v̄ = Σ b_k K_k``
+      ``(nv,)`` (``q`` advances by ``q ⊕ h v̄`` when no constraint acts), and the weighted
+      activation rate ``Σ b_k ȧ_k`` ``(na,)`` (or ``None``).
     """
     weights = jnp.asarray(RK4_WEIGHTS, v.dtype)
     rotation_dofs = _rotation_dofs(model)
 
+    has_act = act is not None and model.na > 0
+    act = act if has_act else jnp.zeros((0,), v.dtype)
+    act_rate = act_rate if has_act else jnp.zeros((0,), v.dtype)
+    clamped_ctrl = clamp_controls(model, ctrl) if has_act else ctrl
+
     def stage(carry, inputs):
-        previous_rate, previous_acceleration, rate_sum, acceleration_sum = carry
+        (previous_rate, previous_acceleration, previous_act_rate, rate_sum, acceleration_sum,
+         act_rate_sum) = carry
         fraction, weight = inputs
         theta = fraction * dt * previous_rate
         stage_q = integrate_positions(model, q, theta, jnp.ones((), v.dtype))
         stage_v = v + fraction * dt * previous_acceleration
-        stage_a = _smooth_acceleration(model, stage_q, stage_v, ctrl)
+        stage_act = act + fraction * dt * previous_act_rate
+        stage_a = _smooth_acceleration(model, stage_q, stage_v, ctrl,
+                                       stage_act if has_act else None)
+        stage_act_rate = (activation_rate(model, clamped_ctrl, stage_act) if has_act
+                          else previous_act_rate)
         stage_rate = _tangent_rate(rotation_dofs, theta, stage_v)
-        carry = (stage_rate, stage_a, rate_sum + weight * stage_rate,
-                 acceleration_sum + weight * stage_a)
+        carry = (stage_rate, stage_a, stage_act_rate, rate_sum + weight * stage_rate,
+                 acceleration_sum + weight * stage_a, act_rate_sum + weight * stage_act_rate)
         return carry, None
 
     # one traced copy of the stage for the three stages (compile time), reverse mode through scan
-    init = (v, acceleration, weights[0] * v, weights[0] * acceleration)
+    init = (v, acceleration, act_rate, weights[0] * v, weights[0] * acceleration,
+            weights[0] * act_rate)
     stages = (jnp.asarray(RK4_STAGE_FRACTIONS, v.dtype), weights[1:])
-    (_, _, rate_sum, acceleration_sum), _ = jax.lax.scan(stage, init, stages)
-    return v + dt * acceleration_sum, rate_sum
+    (_, _, _, rate_sum, acceleration_sum, act_rate_sum), _ = jax.lax.scan(stage, init, stages)
+    return v + dt * acceleration_sum, rate_sum, (act_rate_sum if has_act else None)
 
 
 def uses_velocity_derivative(integrator: Integrator) -> bool:
@@ -188,7 +209,7 @@ def integrator_matrix_is_symmetric(model: Model) -> bool:
     return not (integrator == Integrator.IMPLICITFAST and _lone_free_body_dofs(model).size)
 
 
-def integrator_matrix(model: Model, q, v, ctrl, kin, axes, tendon, mass, dt) -> jax.Array:
+def integrator_matrix(model: Model, q, v, ctrl, kin, axes, tendon, mass, dt, act=None) -> jax.Array:
     """``H`` of the model's integrator (module docstring), ``(nv, nv)``."""
     integrator = model.options.integrator
     if integrator == Integrator.EULER and model.options.euler_damping:
@@ -196,7 +217,7 @@ def integrator_matrix(model: Model, q, v, ctrl, kin, axes, tendon, mass, dt) -> 
     if integrator in (Integrator.RK4, Integrator.EULER):  # RK4, or Euler without eulerdamp
         return mass
     derivative = force_velocity_derivative(model, q, v, ctrl, kin, axes, tendon,
-                                           include_bias=integrator == Integrator.IMPLICIT)
+                                           include_bias=integrator == Integrator.IMPLICIT, act=act)
     lone_free_dofs = _lone_free_body_dofs(model)
     if integrator == Integrator.IMPLICITFAST and lone_free_dofs.size:
         # MuJoCo 4.0.0's implicitfast keeps the bias derivative of a free body that is a whole

@@ -23,7 +23,9 @@ import numpy as np
 from ..math import quat_conj, quat_mul, quat_normalize, safe_norm
 from ..model import Model
 from ..types import JointType
+from .actuation import actuator_input, clamp_controls, muscle_bias, muscle_gain
 from .crba import body_spatial_inertias
+from .fluid import fluid_forces
 from .kinematics import Kinematics, forward_kinematics, motion_axes
 from .spatial import cross_force, cross_motion
 from .tendons import tendon_armature, tendon_forces, tendon_kinematics
@@ -183,8 +185,8 @@ def passive_forces(model: Model, q: jax.Array, v: jax.Array, tendon=None, kinema
     (:func:`~jaxsim_contact.dynamics.tendons.tendon_forces`; ``tendon``: the
     :class:`~jaxsim_contact.dynamics.tendons.TendonKinematics` at ``q``, computed when omitted)
     and gravity compensation (:func:`gravity_compensation`, except on the joints where it is an
-    actuator force; ``kinematics``, ``axes`` at ``q`` computed when omitted). Equals MuJoCo's
-    ``qfrc_passive`` (no fluid forces: the loader rejects them)."""
+    actuator force; ``kinematics``, ``axes`` at ``q`` computed when omitted) and fluid forces
+    (:func:`~jaxsim_contact.dynamics.fluid.fluid_forces`). Equals MuJoCo's ``qfrc_passive``."""
     dtype = v.dtype
     force = -model.dof_damping.astype(dtype) * v
     joints, qpos, dofs = _scalar_joint_dofs(model)
@@ -200,11 +202,16 @@ def passive_forces(model: Model, q: jax.Array, v: jax.Array, tendon=None, kinema
     gravcomp = _gravcomp_at(model, q, kinematics, axes)
     if gravcomp is not None:
         force = force + jnp.where(jnp.asarray(_actuated_gravcomp_dofs(model)), 0.0, gravcomp)
+    if model.fluid_bodies:
+        if kinematics is None:
+            kinematics = forward_kinematics(model, q)
+            axes = motion_axes(model, kinematics)
+        force = force + fluid_forces(model, kinematics, axes, v)
     return force
 
 
 def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | None,
-                    tendon=None, kinematics=None, axes=None) -> jax.Array:
+                    tendon=None, kinematics=None, axes=None, act: jax.Array | None = None) -> jax.Array:
     """Generalised actuator forces ``(nv,)`` (MuJoCo ``qfrc_actuator``).
 
     For actuator ``k`` with gear ``g``: ``ctrl`` clamped to its range (if limited),
@@ -220,6 +227,10 @@ def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | 
     the tendon kinematics at ``q`` (computed when omitted and some actuator drives a tendon).
     Gravity compensation of the joints with ``actuatorgravcomp`` is added here, as MuJoCo does
     (``kinematics``, ``axes``: at ``q``, computed when omitted).
+
+    Actuators with activation dynamics multiply their gain by ``act`` ``(na,)`` (``None``:
+    zeros) instead of ``ctrl`` — by the next activation with ``actearly`` — and muscles use
+    MuJoCo's muscle gain and bias (:mod:`.actuation`).
     """
     dtype = v.dtype
     out = jnp.zeros((model.nv,), dtype)
@@ -229,13 +240,8 @@ def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | 
             out = jnp.where(jnp.asarray(_actuated_gravcomp_dofs(model)), gravcomp, 0.0)
     if model.nu == 0:
         return _clamp_joint_totals(model, out)
-    ctrl = jnp.asarray(ctrl, dtype)
-    ctrl_range = model.actuator_ctrl_range.astype(dtype)
-    ctrl = jnp.where(
-        jnp.asarray(model.actuator_ctrl_limited),
-        jnp.clip(ctrl, ctrl_range[:, 0], ctrl_range[:, 1]),
-        ctrl,
-    )
+    ctrl = clamp_controls(model, jnp.asarray(ctrl, dtype))
+    actuator_in = actuator_input(model, ctrl, act, model.options.dt.astype(dtype))
     on_tendon = np.asarray(model.actuator_on_tendon, dtype=bool)
     target = np.asarray(model.actuator_target, dtype=np.int64)
     on_joint = np.flatnonzero(~on_tendon)
@@ -254,7 +260,9 @@ def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | 
     bias = model.actuator_bias.astype(dtype)
     gain = model.actuator_gain.astype(dtype)
     gain = gain[:, 0] + gain[:, 1] * length + gain[:, 2] * velocity
-    force = gain * ctrl + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity
+    force = gain * actuator_in + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity
+    if any(model.actuator_states.muscle_gain) or any(model.actuator_states.muscle_bias):
+        force = _with_muscles(model, length, velocity, actuator_in, force)
     force_range = model.actuator_force_range.astype(dtype)
     force = jnp.where(
         jnp.asarray(model.actuator_force_limited),
@@ -267,6 +275,22 @@ def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | 
     if tendon_actuators.size:
         out = out + (gear[tendon_actuators] * force[tendon_actuators]) @ tendon.jacobian[target[tendon_actuators]]
     return _clamp_joint_totals(model, out)
+
+
+def _with_muscles(model: Model, length, velocity, actuator_in, force):
+    """``force`` ``(nu,)`` with the muscles' gain and / or bias curves replacing the affine ones."""
+    states = model.actuator_states
+    dtype = length.dtype
+    gain_prm, bias_prm = model.actuator_gain.astype(dtype), model.actuator_bias.astype(dtype)
+    length_range, acc0 = states.length_range.astype(dtype), states.acc0.astype(dtype)
+    gain = jnp.where(jnp.asarray(states.muscle_gain, dtype=bool),
+                     muscle_gain(length, velocity, states.muscle_gain_prm.astype(dtype), length_range, acc0),
+                     gain_prm[:, 0] + gain_prm[:, 1] * length + gain_prm[:, 2] * velocity)
+    bias = jnp.where(jnp.asarray(states.muscle_bias, dtype=bool),
+                     muscle_bias(length, states.muscle_bias_prm.astype(dtype), length_range, acc0),
+                     bias_prm[:, 0] + bias_prm[:, 1] * length + bias_prm[:, 2] * velocity)
+    muscles = np.asarray(states.muscle_gain, dtype=bool) | np.asarray(states.muscle_bias, dtype=bool)
+    return jnp.where(jnp.asarray(muscles), gain * actuator_in + bias, force)
 
 
 def _clamp_joint_totals(model: Model, out: jax.Array) -> jax.Array:

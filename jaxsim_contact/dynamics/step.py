@@ -34,6 +34,7 @@ from ..linalg import grouped_cholesky
 from ..model import ErrorFlag, Integrator, Model, State, error_bit
 from .crba import mass_matrix_from_kinematics
 from .integration import integrate_positions
+from .actuation import activation_rate, clamp_controls, next_activation
 from .integrators import integrator_matrix, integrator_matrix_is_symmetric, rk4_velocities, uses_velocity_derivative, velocity_matrix_groups
 from .kinematics import Kinematics, forward_kinematics, motion_axes
 from .projection import project_equalities
@@ -66,6 +67,8 @@ class SmoothDynamics(eqx.Module):
       position_velocity: ``(nv,)`` RK4's weighted stage velocity ``v̄`` (positions advance by
         ``h (v̄ + ½ Δv)`` with ``Δv`` the constraint impulse, :mod:`.integrators`); ``None`` for
         the other integrators (positions advance with the new velocity).
+      activations, activation_rate: ``(na,)`` the actuator activations the step started from and
+        their rate ``ȧ`` (RK4: the weighted ``Σ b_k ȧ_k``), ``None`` for a model without them.
     """
 
     mass_matrix: jax.Array
@@ -77,17 +80,25 @@ class SmoothDynamics(eqx.Module):
     motion_axes: jax.Array
     tendon: TendonKinematics
     position_velocity: jax.Array | None = None
+    activations: jax.Array | None = None
+    activation_rate: jax.Array | None = None
 
 
 @full_precision_matmuls
-def init(model: Model, q: jax.Array | None = None, v: jax.Array | None = None) -> State:
+def init(model: Model, q: jax.Array | None = None, v: jax.Array | None = None,
+         act: jax.Array | None = None) -> State:
     """Initial state: ``q = qpos0`` (MuJoCo's reference configuration), ``v = 0``, ``time = 0``,
-    no contact forces (the solver starts cold)."""
+    no contact forces (the solver starts cold), activations ``act`` ``(na,)`` (default 0;
+    ``None`` for a model without any)."""
     dtype = model.dtype
     q = model.qpos0 if q is None else jnp.asarray(q, dtype)
     v = jnp.zeros((model.nv,), dtype) if v is None else jnp.asarray(v, dtype)
+    if model.na:
+        act = jnp.zeros((model.na,), dtype) if act is None else jnp.asarray(act, dtype)
+    elif act is not None and jnp.size(act):
+        raise ValueError(f"the model has no actuator activations, got act of shape {jnp.shape(act)}")
     return State(q=q, v=v, time=jnp.zeros((), dtype), error=jnp.zeros((), jnp.int32),
-                 contact=initial_contact_data(model, dtype))
+                 contact=initial_contact_data(model, dtype), act=act if model.na else None)
 
 
 @full_precision_matmuls
@@ -104,11 +115,13 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
     if model.tendons.armature_tendons:  # inertia along tendons: in M and in the bias
         armature_mass, armature_bias = tendon_armature(model, q, v, tendon)
         mass, bias = mass + armature_mass, bias + armature_bias
+    act = _activations(model, state)
     force = (passive_forces(model, q, v, tendon, kin, axes)
-             + actuator_forces(model, q, v, ctrl, tendon, kin, axes) - bias)
+             + actuator_forces(model, q, v, ctrl, tendon, kin, axes, act=act) - bias)
+    act_rate = None if act is None else activation_rate(model, clamp_controls(model, ctrl), act)
     integrator = model.options.integrator
     # H: M + dt D (Euler), M (RK4), M - dt ∂f/∂v (implicit, implicitfast); see .integrators
-    matrix = integrator_matrix(model, q, v, ctrl, kin, axes, tendon, mass, dt)
+    matrix = integrator_matrix(model, q, v, ctrl, kin, axes, tendon, mass, dt, act=act)
     # block by block over the kinematic trees (H has no entry between two trees unless a tendon
     # couples them)
     groups = velocity_matrix_groups(model, uses_velocity_derivative(integrator))
@@ -121,10 +134,21 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
     position_velocity = None
     if integrator == Integrator.RK4:
         acceleration = chol_inv.T @ (chol_inv @ force)  # stage 0: M⁻¹ f
-        free_velocity, position_velocity = rk4_velocities(model, q, v, ctrl, acceleration, dt)
+        free_velocity, position_velocity, act_rate = rk4_velocities(
+            model, q, v, ctrl, acceleration, dt, act, act_rate)
     return SmoothDynamics(mass_matrix=mass, cholesky=chol, cholesky_inverse=chol_inv,
                           smooth_force=force, free_velocity=free_velocity, kinematics=kin,
-                          motion_axes=axes, tendon=tendon, position_velocity=position_velocity)
+                          motion_axes=axes, tendon=tendon, position_velocity=position_velocity,
+                          activations=act, activation_rate=act_rate)
+
+
+def _activations(model: Model, state: State) -> jax.Array | None:
+    """``state.act`` (zeros when a hand-built state has none), or ``None`` without activations."""
+    if model.na == 0:
+        return None
+    if state.act is None:
+        return jnp.zeros((model.na,), state.q.dtype)
+    return state.act
 
 
 def _within_limit(x: jax.Array, limit: jax.Array) -> jax.Array:
@@ -195,7 +219,9 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
     # equalities: their position drift projected out (a bit when they are incompatible)
     q_next, unsatisfied = project_equalities(model, q_next, smooth.cholesky_inverse)
     contact_error = contact_error | error_bit(unsatisfied, ErrorFlag.EQUALITY_NOT_SATISFIED)
-    return _advance_or_hold(model, state, guard, q_next, v_next, contact, contact_error)
+    act_next = state.act if smooth.activations is None else next_activation(
+        model, smooth.activations, smooth.activation_rate, dt)  # MuJoCo mj_nextActivation
+    return _advance_or_hold(model, state, guard, q_next, v_next, contact, contact_error, act_next)
 
 
 def _position_velocity(smooth: SmoothDynamics, v_next: jax.Array) -> jax.Array:
@@ -247,13 +273,14 @@ def _guard_inputs(model: Model, state: State, ctrl: jax.Array | None) -> _Guard:
     stand_in = State(
         q=jnp.where(runs, state.q, model.qpos0.astype(dtype)), v=jnp.where(runs, state.v, 0.0),
         time=state.time, error=state.error,
-        contact=None if state.contact is None else _tree_where(runs, state.contact, empty_contact))
+        contact=None if state.contact is None else _tree_where(runs, state.contact, empty_contact),
+        act=None if state.act is None else jnp.where(runs, state.act, 0.0))
     return _Guard(state=stand_in, ctrl=jnp.where(runs, ctrl, 0.0), runs=runs, state_ok=state_ok,
                   ctrl_ok=ctrl_ok)
 
 
 def _advance_or_hold(model: Model, state: State, guard: _Guard, q_next, v_next, contact,
-                     contact_error) -> State:
+                     contact_error, act_next=None) -> State:
     """The next state where the environment ran and its result is valid; else the held state under
     ``stop_gradient`` (its valid input, or ``qpos0`` at rest), with the error bits of the step."""
     dtype = state.q.dtype
@@ -270,9 +297,13 @@ def _advance_or_hold(model: Model, state: State, guard: _Guard, q_next, v_next, 
         | error_bit(~(state_ok & (result_ok | ~runs)), ErrorFlag.NON_FINITE_STATE)
         | error_bit(~guard.ctrl_ok, ErrorFlag.INVALID_CONTROL)
     )
+    if act_next is not None:  # activations: held like q and v
+        held_act = jax.lax.stop_gradient(jnp.where(state_ok, _activations(model, state), 0.0))
+        act_next = jnp.where(advances, act_next, held_act)
     return State(q=jnp.where(advances, q_next, held_q), v=jnp.where(advances, v_next, held_v),
                  time=state.time + model.options.dt.astype(dtype), error=error,
-                 contact=_tree_where(advances, contact, initial_contact_data(model, dtype)))
+                 contact=_tree_where(advances, contact, initial_contact_data(model, dtype)),
+                 act=act_next)
 
 
 @full_precision_matmuls

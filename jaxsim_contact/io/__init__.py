@@ -14,6 +14,8 @@ from .checkpoint import (
 from .errors import (
     DegenerateMeshError,
     IgnoredOptionWarning,
+    InvalidActuatorError,
+    InvalidFluidError,
     InvalidGeometryError,
     InvalidFrictionError,
     InvalidInertiaError,
@@ -55,4 +57,6 @@ __all__ = [
     "UnsupportedFeatureError",
     "SelfOverlapWarning",
     "IgnoredOptionWarning",
+    "InvalidActuatorError",
+    "InvalidFluidError",
 ]

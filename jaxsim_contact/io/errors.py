@@ -16,6 +16,8 @@ __all__ = [
     "InvalidGeometryError",
     "DegenerateMeshError",
     "UnsupportedFeatureError",
+    "InvalidActuatorError",
+    "InvalidFluidError",
     "SelfOverlapWarning",
     "IgnoredOptionWarning",
 ]
@@ -54,6 +56,15 @@ class DegenerateMeshError(ModelError):
     vertices, all vertices coincident or collinear, a zero or non-finite scale, or a volume below
     MuJoCo's ``mjMINVAL`` (1e-15 m³). Planar meshes are repaired instead (see
     :mod:`jaxsim_contact.io.meshes`)."""
+
+
+class InvalidActuatorError(ModelError):
+    """An actuator parameter is outside its valid range (a non-positive activation time
+    constant, a non-finite gain or bias)."""
+
+
+class InvalidFluidError(ModelError):
+    """The fluid medium (``<option density viscosity wind>``) is negative or not finite."""
 
 
 class UnsupportedFeatureError(NotImplementedError):

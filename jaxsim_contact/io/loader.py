@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..collision.pairs import build_collision_structure
-from ..model import (Equalities, EqualityKind, Integrator, KinematicTree, Model, Options, TendonPathElement,
+from ..model import (ActuatorDynamics, ActuatorStates, Equalities, EqualityKind, Integrator, KinematicTree, Model, Options, TendonPathElement,
                      Tendons, WrapKind)
 from ..types import GeomType, JointType
 from .errors import (
@@ -307,6 +307,34 @@ def _affine_parameters(prm, kinds, affine: int, keep_first: bool) -> np.ndarray:
     return out
 
 
+#: MuJoCo ``mjtDyn`` → :class:`ActuatorDynamics` (the loader's validation refuses the others)
+_DYNAMICS_FROM_MJ = {0: ActuatorDynamics.NONE, 1: ActuatorDynamics.INTEGRATOR,
+                     2: ActuatorDynamics.FILTER, 3: ActuatorDynamics.FILTEREXACT,
+                     4: ActuatorDynamics.MUSCLE}
+
+
+def _actuator_states_from_mjmodel(mj, arr) -> ActuatorStates:
+    """Activation dynamics and muscle parameters of ``mj``'s actuators (:class:`ActuatorStates`)."""
+    import mujoco
+
+    nu = mj.nu
+    muscle_gain = tuple(int(t) == int(mujoco.mjtGain.mjGAIN_MUSCLE) for t in mj.actuator_gaintype)
+    muscle_bias = tuple(int(t) == int(mujoco.mjtBias.mjBIAS_MUSCLE) for t in mj.actuator_biastype)
+    return ActuatorStates(
+        dynamics_prm=arr(np.asarray(mj.actuator_dynprm)[:, :3], (nu, 3)),
+        act_range=arr(mj.actuator_actrange, (nu, 2)),
+        muscle_gain_prm=arr(np.asarray(mj.actuator_gainprm)[:, :9], (nu, 9)),
+        muscle_bias_prm=arr(np.asarray(mj.actuator_biasprm)[:, :9], (nu, 9)),
+        length_range=arr(mj.actuator_lengthrange, (nu, 2)),
+        acc0=arr(mj.actuator_acc0, (nu,)),
+        dynamics=tuple(_DYNAMICS_FROM_MJ[int(t)] for t in mj.actuator_dyntype),
+        act_limited=tuple(bool(x) for x in mj.actuator_actlimited),
+        act_early=tuple(bool(x) for x in mj.actuator_actearly),
+        muscle_gain=muscle_gain,
+        muscle_bias=muscle_bias,
+    )
+
+
 #: MuJoCo ``mjtIntegrator`` → :class:`Integrator`
 _INTEGRATOR_FROM_MJ = {0: Integrator.EULER, 1: Integrator.RK4, 2: Integrator.IMPLICIT,
                        3: Integrator.IMPLICITFAST}
@@ -412,12 +440,15 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         site_quat=arr(mj.site_quat, (mj.nsite, 4)),
         tendons=_tendons_from_mjmodel(mj, arr),
         equalities=_equalities_from_mjmodel(mj, arr),
+        actuator_states=_actuator_states_from_mjmodel(mj, arr),
         options=Options(
             dt=arr(mj.opt.timestep), gravity=arr(gravity),
             integrator=_INTEGRATOR_FROM_MJ[int(mj.opt.integrator)],
             enable_contacts=not (constraints_off or disabled & int(mujoco.mjtDisableBit.mjDSBL_CONTACT)),
             enable_joint_limits=not (constraints_off or disabled & int(mujoco.mjtDisableBit.mjDSBL_LIMIT)),
             euler_damping=not disabled & int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP),
+            fluid_density=arr(mj.opt.density), fluid_viscosity=arr(mj.opt.viscosity),
+            wind=arr(mj.opt.wind, (3,)),
         ),
         body_names=body_names,
         joint_names=names(mujoco.mjtObj.mjOBJ_JOINT, mj.njnt),
@@ -444,6 +475,8 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
                                        if int(mj.jnt_type[j]) in (0, 1) and mj.jnt_stiffness[j] != 0),
         joint_actuator_gravcomp=tuple(int(j) for j in np.flatnonzero(np.asarray(mj.jnt_actgravcomp))),
         joint_actuator_force_limited=tuple(int(j) for j in np.flatnonzero(np.asarray(mj.jnt_actfrclimited))),
+        fluid_bodies=(tuple(int(b) for b in np.flatnonzero(np.asarray(mj.body_mass) >= 1e-15))
+                      if (mj.opt.density or mj.opt.viscosity) else ()),
         collision=build_collision_structure(
             geom_type=tuple(_GEOM_FROM_MJ[int(t)] for t in mj.geom_type),
             geom_body=tuple(int(b) for b in mj.geom_bodyid),

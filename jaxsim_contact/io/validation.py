@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import (
+    InvalidActuatorError,
+    InvalidFluidError,
     InvalidFrictionError,
     InvalidGeometryError,
     InvalidInertiaError,
@@ -51,8 +53,9 @@ _MJCF_UNSUPPORTED_ELEMENTS = {
     "extension": "engine plugins",
     "hfield": "height fields",
 }
-_MJCF_SUPPORTED_ACTUATORS = {"motor", "position", "velocity", "damper", "general"}
-_MJCF_UNSUPPORTED_ACTUATORS = {"intvelocity", "cylinder", "muscle", "adhesion", "plugin"}
+_MJCF_SUPPORTED_ACTUATORS = {"motor", "position", "velocity", "intvelocity", "damper", "cylinder",
+                             "muscle", "general"}
+_MJCF_UNSUPPORTED_ACTUATORS = {"adhesion", "plugin"}
 
 # Size components each primitive uses (MuJoCo's geom_size layout); with ``fromto`` only the
 # radius / first half-size is given explicitly.
@@ -253,11 +256,7 @@ def check_compiled(mj, path: Path) -> None:
     for kind, count in counts.items():
         if count:
             raise UnsupportedFeatureError(f"{path}: {count} {kind} element(s); not supported")
-    if mj.opt.density != 0 or mj.opt.viscosity != 0:
-        raise UnsupportedFeatureError(
-            f"{path}: <option density={mj.opt.density} viscosity={mj.opt.viscosity}>: fluid "
-            f"forces are not supported"
-        )
+    _check_fluid(mj, path)
 
     check_options(mj, path)
     _check_tendons(mj, path)
@@ -308,16 +307,72 @@ def check_compiled(mj, path: Path) -> None:
         if (transmission == int(mujoco.mjtTrn.mjTRN_JOINT)
                 and int(mj.jnt_type[mj.actuator_trnid[a, 0]]) not in (2, 3)):
             raise UnsupportedFeatureError(f"{where}: only hinge/slide joints can be actuated")
-        if int(mj.actuator_dyntype[a]) != int(mujoco.mjtDyn.mjDYN_NONE):
-            raise UnsupportedFeatureError(f"{where}: actuator dynamics (dyntype) not supported")
-        if int(mj.actuator_gaintype[a]) not in (
-            int(mujoco.mjtGain.mjGAIN_FIXED), int(mujoco.mjtGain.mjGAIN_AFFINE)
-        ):
-            raise UnsupportedFeatureError(f"{where}: only fixed / affine gains are supported")
-        if int(mj.actuator_biastype[a]) not in (
-            int(mujoco.mjtBias.mjBIAS_NONE), int(mujoco.mjtBias.mjBIAS_AFFINE)
-        ):
-            raise UnsupportedFeatureError(f"{where}: only none/affine bias is supported")
+        dyntype, gaintype, biastype = (int(mj.actuator_dyntype[a]), int(mj.actuator_gaintype[a]),
+                                       int(mj.actuator_biastype[a]))
+        if dyntype not in _SUPPORTED_DYNAMICS or int(mj.actuator_actnum[a]) > 1:
+            raise UnsupportedFeatureError(
+                f"{where}: activation dynamics {_enum_name(mujoco.mjtDyn, dyntype)} with "
+                f"{int(mj.actuator_actnum[a])} state(s) is not supported (none, integrator, "
+                "filter, filterexact and muscle are)")
+        if gaintype not in _SUPPORTED_GAINS:
+            raise UnsupportedFeatureError(
+                f"{where}: gain type {_enum_name(mujoco.mjtGain, gaintype)} is not supported "
+                "(fixed, affine and muscle are)")
+        if biastype not in _SUPPORTED_BIASES:
+            raise UnsupportedFeatureError(
+                f"{where}: bias type {_enum_name(mujoco.mjtBias, biastype)} is not supported "
+                "(none, affine and muscle are)")
+        _check_actuator_parameters(mj, a, where, dyntype)
+
+
+#: MuJoCo ``mjtDyn`` none, integrator, filter, filterexact, muscle; ``mjtGain`` fixed, affine,
+#: muscle; ``mjtBias`` none, affine, muscle (jaxsim_contact.dynamics.actuation)
+_SUPPORTED_DYNAMICS = {0, 1, 2, 3, 4}
+_SUPPORTED_GAINS = {0, 1, 2}
+_SUPPORTED_BIASES = {0, 1, 2}
+
+
+def _check_fluid(mj, path: Path) -> None:
+    """The inertia-box fluid model is simulated (:mod:`jaxsim_contact.dynamics.fluid`); its
+    medium must be finite and non-negative; MuJoCo's ellipsoid model is refused by name."""
+    import mujoco
+
+    medium = {"density": float(mj.opt.density), "viscosity": float(mj.opt.viscosity)}
+    for name, value in medium.items():
+        if not np.isfinite(value) or value < 0:
+            raise InvalidFluidError(f"{path}: <option {name}={value}>: must be finite and >= 0")
+    if not np.all(np.isfinite(np.asarray(mj.opt.wind, dtype=float))):
+        raise InvalidFluidError(f"{path}: <option wind={np.asarray(mj.opt.wind).tolist()}>: must be finite")
+    if not (medium["density"] or medium["viscosity"]):
+        return
+    for g in np.flatnonzero(np.asarray(mj.geom_fluid)[:, 0] > 0):
+        name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_GEOM, int(g)) or ""
+        raise UnsupportedFeatureError(
+            f"{path}: {describe('geom', name, int(g))} has fluidshape=\"ellipsoid\": MuJoCo's "
+            "ellipsoid fluid model is not supported (the inertia-box model is: remove fluidshape)")
+
+
+def _check_actuator_parameters(mj, a: int, where: str, dyntype: int) -> None:
+    """Time constants of filters and muscles must be positive (MuJoCo silently floors them at
+    1e-15 s, which makes the activation jump), gains and biases finite."""
+    prm = np.asarray(mj.actuator_dynprm[a], dtype=float)
+    for label, value in (("gainprm", mj.actuator_gainprm[a]), ("biasprm", mj.actuator_biasprm[a]),
+                         ("dynprm", prm)):
+        if not np.all(np.isfinite(np.asarray(value, dtype=float))):
+            raise InvalidActuatorError(f"{where} has non-finite {label} {np.asarray(value).tolist()}")
+    if dyntype in (2, 3) and not prm[0] > 0:
+        raise InvalidActuatorError(f"{where} is a filter with time constant {prm[0]}; it must be > 0")
+    if dyntype == 4 and not (prm[0] > 0 and prm[1] > 0):
+        raise InvalidActuatorError(
+            f"{where} is a muscle with time constants {prm[:2].tolist()} (activation, "
+            "deactivation); both must be > 0")
+
+
+def _enum_name(enum, value: int) -> str:
+    for name, member in enum.__members__.items():
+        if int(member) == value:
+            return name
+    return str(value)
 
 
 # MuJoCo geom types we can represent: plane, sphere, capsule, ellipsoid, cylinder, box, mesh.

@@ -298,9 +298,8 @@ def test_unsupported_urdf_joint_type(tmp_path):
 @pytest.mark.parametrize(
     "extra, pattern",
     [
-        ('<actuator><muscle joint="h"/></actuator>', r"actuator <muscle"),
-        ('<actuator><intvelocity joint="h" kp="1" actrange="-1 1"/></actuator>', r"actuator <intvelocity"),
-        ('<option density="1.2"/>', r"fluid"),
+        ('<actuator><general joint="h" dyntype="user"/></actuator>', r"activation dynamics mjDYN_USER"),
+        ('<actuator><adhesion body="b" ctrlrange="0 1"/></actuator>', r"actuator <adhesion"),
     ],
 )
 def test_unsupported_elements_name_element_and_file(tmp_path, extra, pattern):
