@@ -14,6 +14,7 @@ from .checkpoint import (
 from .errors import (
     DegenerateMeshError,
     IgnoredOptionWarning,
+    IgnoredSensorWarning,
     InvalidActuatorError,
     InvalidFluidError,
     InvalidGeometryError,
@@ -57,6 +58,7 @@ __all__ = [
     "UnsupportedFeatureError",
     "SelfOverlapWarning",
     "IgnoredOptionWarning",
+    "IgnoredSensorWarning",
     "InvalidActuatorError",
     "InvalidFluidError",
 ]

@@ -20,6 +20,7 @@ __all__ = [
     "InvalidFluidError",
     "SelfOverlapWarning",
     "IgnoredOptionWarning",
+    "IgnoredSensorWarning",
 ]
 
 
@@ -69,6 +70,11 @@ class InvalidFluidError(ModelError):
 
 class UnsupportedFeatureError(NotImplementedError):
     """The model uses an element or attribute value this engine does not simulate yet."""
+
+
+class IgnoredSensorWarning(UserWarning):
+    """The model declares sensors; the engine loads the model but does not compute sensor
+    readings yet (issue 44): the message names the file and the sensors' types."""
 
 
 class IgnoredOptionWarning(UserWarning):

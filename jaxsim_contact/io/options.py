@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import IgnoredOptionWarning, UnsupportedFeatureError
+from .errors import IgnoredOptionWarning, IgnoredSensorWarning, UnsupportedFeatureError
 
-__all__ = ["apply_options", "check_options"]
+__all__ = ["apply_options", "check_options", "warn_sensors"]
 
 #: numeric ``<option>`` fields of MuJoCo's solver and collision implementation (no counterpart)
 _SOLVER_FIELDS = ("impratio", "noslip_iterations", "noslip_tolerance", "iterations", "tolerance",
@@ -87,6 +87,22 @@ def check_options(mj, path: Path) -> None:
             f"{path}: <option> settings with no counterpart in the hard-contact engine are ignored "
             f"(MuJoCo's own solver and collision settings; jaxsim_contact.io.options lists them): "
             + ", ".join(ignored), IgnoredOptionWarning, stacklevel=4)
+
+
+def warn_sensors(mj, path: Path) -> None:
+    """Sensors load but are not computed yet: one :class:`~.errors.IgnoredSensorWarning` naming
+    the file and the count of each sensor type (never a silent drop)."""
+    import mujoco
+
+    if not mj.nsensor:
+        return
+    counts: dict[str, int] = {}
+    for kind in np.asarray(mj.sensor_type):
+        name = mujoco.mjtSensor(int(kind)).name.removeprefix("mjSENS_").lower()
+        counts[name] = counts.get(name, 0) + 1
+    listed = ", ".join(f"{name} x{count}" for name, count in sorted(counts.items()))
+    warnings.warn(f"{path}: {mj.nsensor} sensor(s) are loaded but not computed (no sensordata "
+                  f"yet): {listed}", IgnoredSensorWarning, stacklevel=4)
 
 
 def apply_options(mj):

@@ -35,7 +35,7 @@ from .errors import (
     UnsupportedFeatureError,
     describe,
 )
-from .options import check_options
+from .options import check_options, warn_sensors
 
 __all__ = ["parse_xml", "check_xml", "check_spec", "check_compiled"]
 
@@ -259,6 +259,7 @@ def check_compiled(mj, path: Path) -> None:
     _check_fluid(mj, path)
 
     check_options(mj, path)
+    warn_sensors(mj, path)
     _check_tendons(mj, path)
     _check_equalities(mj, path)
     _check_frictionloss(mj, path)
