@@ -15,6 +15,7 @@ from .dynamics import (
     mass_matrix,
     reset_where,
     rollout,
+    sensors,
     step,
 )
 from .io.checkpoint import CheckpointError, restore, save
@@ -61,6 +62,7 @@ __all__ = [
     "step",
     "rollout",
     "reset_where",
+    "sensors",
     "chunked_vmap",
     "save",
     "restore",

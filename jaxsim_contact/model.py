@@ -34,7 +34,7 @@ from .contact.relaxed import RelaxedComplementarity
 from .contact.solver import ContactSolver
 from .types import Choice, GeomType, JointType
 
-__all__ = ["KinematicTree", "Options", "Integrator", "ActuatorDynamics", "ActuatorStates", "Model", "State", "ContactData", "ErrorFlag",
+__all__ = ["KinematicTree", "Options", "Integrator", "ActuatorDynamics", "ActuatorStates", "Sensors", "Model", "State", "ContactData", "ErrorFlag",
            "Tendons", "TendonPathElement", "WrapKind", "Equalities", "EqualityKind"]
 
 
@@ -584,6 +584,45 @@ class ActuatorStates(eqx.Module):
                    act_early=(False,) * nu, muscle_gain=(False,) * nu, muscle_bias=(False,) * nu)
 
 
+class Sensors(eqx.Module):
+    """A model's sensors (MuJoCo ``sensor_*``; XML Reference ``<sensor>``), read by
+    :func:`jaxsim_contact.sensors` into MuJoCo's ``sensordata`` layout.
+
+    Dynamic: cutoff ``(nsensor,)`` (MuJoCo clamps a real sensor to ``±cutoff``, a positive one to
+    ``cutoff``, when ``cutoff > 0``).
+    Static, per sensor: kind (MuJoCo's type name without prefix, lower case, e.g. ``"framepos"``),
+    object_type / reference_type (MuJoCo ``mjtObj`` values; reference ``-1`` id: none),
+    object_id, reference_id, address and dimension in ``sensordata``, data_type (``"real"``,
+    ``"positive"``, ``"axis"``, ``"quaternion"``), names.
+    """
+
+    cutoff: jax.Array
+    kind: tuple[str, ...] = eqx.field(static=True)
+    object_type: tuple[int, ...] = eqx.field(static=True)
+    object_id: tuple[int, ...] = eqx.field(static=True)
+    reference_type: tuple[int, ...] = eqx.field(static=True)
+    reference_id: tuple[int, ...] = eqx.field(static=True)
+    address: tuple[int, ...] = eqx.field(static=True)
+    dimension: tuple[int, ...] = eqx.field(static=True)
+    data_type: tuple[str, ...] = eqx.field(static=True)
+    names: tuple[str, ...] = eqx.field(static=True)
+
+    @property
+    def nsensor(self) -> int:
+        return len(self.kind)
+
+    @property
+    def nsensordata(self) -> int:
+        return int(sum(self.dimension))
+
+    @classmethod
+    def empty(cls, dtype=jnp.float64) -> "Sensors":
+        """No sensor."""
+        return cls(cutoff=jnp.zeros((0,), dtype), kind=(), object_type=(), object_id=(),
+                   reference_type=(), reference_id=(), address=(), dimension=(), data_type=(),
+                   names=())
+
+
 class EqualityKind(Choice):
     """An equality constraint's kind (MuJoCo ``mjtEq``; XML Reference ``<equality>``)."""
 
@@ -728,6 +767,7 @@ class Model(eqx.Module):
     tendons: Tendons
     equalities: Equalities
     actuator_states: ActuatorStates
+    sensors: Sensors
 
     # --- static: names, joint limits flags, actuator wiring, geom structure -------------------
     body_names: tuple[str, ...] = eqx.field(static=True)

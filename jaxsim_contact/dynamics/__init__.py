@@ -7,6 +7,7 @@ from .integration import integrate_positions
 from .kinematics import Kinematics, body_poses, body_velocities, forward_kinematics, motion_axes
 from .rnea import actuator_forces, bias_forces, passive_forces
 from .reset import reset_where
+from .sensors import sensors
 from .step import SmoothDynamics, init, rollout, smooth_dynamics, step
 
 __all__ = [
@@ -31,4 +32,5 @@ __all__ = [
     "rollout",
     "reset_where",
     "chunked_vmap",
+    "sensors",
 ]

@@ -32,6 +32,7 @@ from .tendons import tendon_armature, tendon_forces, tendon_kinematics
 from .._precision import full_precision_matmuls
 
 __all__ = ["bias_forces", "bias_forces_from_kinematics", "passive_forces", "actuator_forces",
+           "actuator_terms",
            "gravity_compensation"]
 
 
@@ -240,6 +241,26 @@ def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | 
             out = jnp.where(jnp.asarray(_actuated_gravcomp_dofs(model)), gravcomp, 0.0)
     if model.nu == 0:
         return _clamp_joint_totals(model, out)
+    tendon = _tendons_at(model, q, tendon) if any(model.actuator_on_tendon) else tendon
+    _, _, force = actuator_terms(model, q, v, ctrl, tendon, act)
+    on_tendon = np.asarray(model.actuator_on_tendon, dtype=bool)
+    target = np.asarray(model.actuator_target, dtype=np.int64)
+    on_joint = np.flatnonzero(~on_tendon)
+    tendon_actuators = np.flatnonzero(on_tendon)
+    dofs = np.asarray(model.tree.joint_dof_adr, dtype=np.int64)[target[on_joint]]
+    gear = model.actuator_gear.astype(dtype)
+    out = out.at[dofs].add(gear[on_joint] * force[on_joint])
+    if tendon_actuators.size:
+        out = out + (gear[tendon_actuators] * force[tendon_actuators]) @ tendon.jacobian[target[tendon_actuators]]
+    return _clamp_joint_totals(model, out)
+
+
+def actuator_terms(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | None, tendon=None,
+                   act: jax.Array | None = None):
+    """``(length, velocity, force)``, each ``(nu,)``: MuJoCo's ``actuator_length``,
+    ``actuator_velocity`` (m or rad, per s) and ``actuator_force`` (N or N·m, after the force
+    range and the tendons' ``actuatorfrcrange``) of every actuator (:func:`actuator_forces`)."""
+    dtype = v.dtype
     ctrl = clamp_controls(model, jnp.asarray(ctrl, dtype))
     actuator_in = actuator_input(model, ctrl, act, model.options.dt.astype(dtype))
     on_tendon = np.asarray(model.actuator_on_tendon, dtype=bool)
@@ -271,10 +292,7 @@ def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | 
     )
     if tendon_actuators.size:
         force = _clamp_tendon_totals(model, force, tendon_actuators, target[tendon_actuators])
-    out = out.at[dofs].add(gear[on_joint] * force[on_joint])
-    if tendon_actuators.size:
-        out = out + (gear[tendon_actuators] * force[tendon_actuators]) @ tendon.jacobian[target[tendon_actuators]]
-    return _clamp_joint_totals(model, out)
+    return length, velocity, force
 
 
 def _with_muscles(model: Model, length, velocity, actuator_in, force):

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..collision.pairs import build_collision_structure
-from ..model import (ActuatorDynamics, ActuatorStates, Equalities, EqualityKind, Integrator, KinematicTree, Model, Options, TendonPathElement,
+from ..model import (ActuatorDynamics, ActuatorStates, Equalities, Sensors, EqualityKind, Integrator, KinematicTree, Model, Options, TendonPathElement,
                      Tendons, WrapKind)
 from ..types import GeomType, JointType
 from .errors import (
@@ -335,6 +335,31 @@ def _actuator_states_from_mjmodel(mj, arr) -> ActuatorStates:
     )
 
 
+def _sensors_from_mjmodel(mj, arr) -> Sensors:
+    """The sensors of ``mj`` (:class:`Sensors`; every type is described, :func:`jc.sensors`
+    computes the position and velocity ones)."""
+    import mujoco
+
+    def kind(value: int) -> str:
+        return mujoco.mjtSensor(int(value)).name.removeprefix("mjSENS_").lower()
+
+    def data_type(value: int) -> str:
+        return mujoco.mjtDataType(int(value)).name.removeprefix("mjDATATYPE_").lower()
+
+    return Sensors(
+        cutoff=arr(mj.sensor_cutoff, (mj.nsensor,)),
+        kind=tuple(kind(t) for t in mj.sensor_type),
+        object_type=tuple(int(t) for t in mj.sensor_objtype),
+        object_id=tuple(int(i) for i in mj.sensor_objid),
+        reference_type=tuple(int(t) for t in mj.sensor_reftype),
+        reference_id=tuple(int(i) for i in mj.sensor_refid),
+        address=tuple(int(a) for a in mj.sensor_adr),
+        dimension=tuple(int(d) for d in mj.sensor_dim),
+        data_type=tuple(data_type(t) for t in mj.sensor_datatype),
+        names=tuple(mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_SENSOR, i) or "" for i in range(mj.nsensor)),
+    )
+
+
 #: MuJoCo ``mjtIntegrator`` → :class:`Integrator`
 _INTEGRATOR_FROM_MJ = {0: Integrator.EULER, 1: Integrator.RK4, 2: Integrator.IMPLICIT,
                        3: Integrator.IMPLICITFAST}
@@ -441,6 +466,7 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         tendons=_tendons_from_mjmodel(mj, arr),
         equalities=_equalities_from_mjmodel(mj, arr),
         actuator_states=_actuator_states_from_mjmodel(mj, arr),
+        sensors=_sensors_from_mjmodel(mj, arr),
         options=Options(
             dt=arr(mj.opt.timestep), gravity=arr(gravity),
             integrator=_INTEGRATOR_FROM_MJ[int(mj.opt.integrator)],

@@ -21,10 +21,9 @@ import pytest
 import jaxsim_contact as jc
 from jaxsim_contact.dynamics.actuation import activation_rate, clamp_controls
 from jaxsim_contact.io import InvalidActuatorError, UnsupportedFeatureError
+from mujoco_comparison import assert_derivatives_match_central_differences, assert_trajectory_equals_mujoco
 
 MODEL = pathlib.Path(__file__).parent.parent / "models" / "actuated.xml"
-FAST_COMPILE = ({"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
-                if jax.default_backend() == "cpu" else None)
 
 
 def _load(integrator: str = "Euler"):
@@ -84,18 +83,8 @@ def test_trajectory_with_activations_equals_mujoco(integrator):
     data.qvel[:] = rng.normal(size=mj.nv)
     data.act[:] = rng.uniform(0.0, 1.0, size=mj.na)
     data.ctrl[:] = rng.uniform(0.0, 1.0, size=mj.nu)
-    state = jc.init(model, q=jnp.asarray(data.qpos), v=jnp.asarray(data.qvel), act=jnp.asarray(data.act))
-    ctrl = jnp.asarray(data.ctrl)
-    reference = []
-    for _ in range(200):
-        mujoco.mj_step(mj, data)
-        reference.append(np.concatenate([data.qpos, data.qvel, data.act]))
-    final, trajectory = jax.jit(jc.rollout, compiler_options=FAST_COMPILE)(
-        model, state, jnp.tile(ctrl, (200, 1)))
-    assert int(final.error) == 0
-    ours = np.concatenate([np.asarray(trajectory.q), np.asarray(trajectory.v),
-                           np.asarray(trajectory.act)], axis=1)
-    np.testing.assert_allclose(ours, np.asarray(reference), rtol=0, atol=1e-8)
+    assert_trajectory_equals_mujoco(mj, model, data.qpos.copy(), data.qvel.copy(), data.ctrl.copy(),
+                                    200, act0=data.act.copy())
 
 
 def test_step_derivatives_through_muscles_and_filters():
@@ -112,22 +101,7 @@ def test_step_derivatives_through_muscles_and_filters():
 
     inputs = (jnp.asarray([0.3, 0.2, 0.4, 0.5, 0.1, 0.6, 0.55, 0.45]),
               jnp.asarray([0.1, 0.3, 0.2, -0.2, 0.4, 0.35, 0.5]))
-    forward = jax.jit(jax.jacfwd(next_state, argnums=(0, 1)), compiler_options=FAST_COMPILE)(*inputs)
-    reverse = jax.jit(jax.jacrev(next_state, argnums=(0, 1)), compiler_options=FAST_COMPILE)(*inputs)
-    evaluate = jax.jit(next_state, compiler_options=FAST_COMPILE)
-    eps = 1e-6
-    for argnum, (fwd, rev) in enumerate(zip(forward, reverse)):
-        base = inputs[argnum]
-        columns = []
-        for k in range(base.shape[0]):
-            plus, minus = list(inputs), list(inputs)
-            plus[argnum], minus[argnum] = base.at[k].add(eps), base.at[k].add(-eps)
-            columns.append((evaluate(*plus) - evaluate(*minus)) / (2 * eps))
-        central = np.stack(columns, axis=1)
-        scale = max(1.0, float(np.abs(central).max()))
-        assert float(np.abs(central).max()) > 0.0
-        np.testing.assert_allclose(fwd, rev, rtol=0, atol=1e-10 * scale)
-        np.testing.assert_allclose(fwd, central, rtol=0, atol=1e-6 * scale)
+    assert_derivatives_match_central_differences(next_state, inputs, steps=(1e-6, 1e-6))
 
 
 def test_frozen_environment_holds_its_activations():

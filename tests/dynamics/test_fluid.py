@@ -15,11 +15,11 @@ import pytest
 
 import jaxsim_contact as jc
 from jaxsim_contact.io import InvalidFluidError, UnsupportedFeatureError
+from mujoco_comparison import (FAST_COMPILE, assert_derivatives_match_central_differences,
+                               assert_trajectory_equals_mujoco)
 
 BRAX = pathlib.Path(__import__("brax").__file__).parent
 GYM_ASSETS = pathlib.Path(__import__("gymnasium").__file__).parent / "envs" / "mujoco" / "assets"
-FAST_COMPILE = ({"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
-                if jax.default_backend() == "cpu" else None)
 #: box, box with offset centre of mass, sphere, two spheres, wind, swimmers (Euler and RK4)
 MODELS = {
     "fluid_box": BRAX / "test_data" / "fluid_box.xml",
@@ -60,17 +60,7 @@ def test_fluid_model_equals_mujoco(name):
     mujoco.mj_normalizeQuat(mj, data.qpos)
     data.qvel[:] = rng.normal(size=mj.nv)
     data.ctrl[:] = rng.uniform(-1.0, 1.0, size=mj.nu)
-    state = jc.init(model, q=jnp.asarray(data.qpos), v=jnp.asarray(data.qvel))
-    ctrl = jnp.asarray(data.ctrl)
-    reference = []
-    for _ in range(200):
-        mujoco.mj_step(mj, data)
-        reference.append(np.concatenate([data.qpos, data.qvel]))
-    final, trajectory = jax.jit(jc.rollout, compiler_options=FAST_COMPILE)(
-        model, state, jnp.tile(ctrl, (200, 1)))
-    assert int(final.error) == 0
-    ours = np.concatenate([np.asarray(trajectory.q), np.asarray(trajectory.v)], axis=1)
-    np.testing.assert_allclose(ours, np.asarray(reference), rtol=0, atol=1e-8)
+    assert_trajectory_equals_mujoco(mj, model, data.qpos.copy(), data.qvel.copy(), data.ctrl.copy(), 200)
 
 
 def test_fluid_step_derivatives_forward_reverse_and_central_differences_agree():
@@ -85,21 +75,7 @@ def test_fluid_step_derivatives_forward_reverse_and_central_differences_agree():
         return jnp.concatenate([nxt.q, nxt.v])
 
     inputs = (jnp.linspace(-0.8, 0.9, model.nv), jnp.asarray([4000.0, 0.1]))
-    forward = jax.jit(jax.jacfwd(next_state, argnums=(0, 1)), compiler_options=FAST_COMPILE)(*inputs)
-    reverse = jax.jit(jax.jacrev(next_state, argnums=(0, 1)), compiler_options=FAST_COMPILE)(*inputs)
-    evaluate = jax.jit(next_state, compiler_options=FAST_COMPILE)
-    for argnum, eps in ((0, 1e-6), (1, 1e-3)):
-        base = inputs[argnum]
-        columns = []
-        for k in range(base.shape[0]):
-            plus, minus = list(inputs), list(inputs)
-            plus[argnum], minus[argnum] = base.at[k].add(eps), base.at[k].add(-eps)
-            columns.append((evaluate(*plus) - evaluate(*minus)) / (2 * eps))
-        central = np.stack(columns, axis=1)
-        scale = float(np.abs(central).max())
-        assert scale > 0
-        np.testing.assert_allclose(forward[argnum], reverse[argnum], rtol=0, atol=1e-10 * scale)
-        np.testing.assert_allclose(forward[argnum], central, rtol=0, atol=1e-6 * scale)
+    assert_derivatives_match_central_differences(next_state, inputs, steps=(1e-6, 1e-3))
 
 
 def _write(tmp_path, option: str, geom: str = 'size=".1"') -> pathlib.Path:

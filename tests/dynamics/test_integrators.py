@@ -17,12 +17,10 @@ import pytest
 
 import jaxsim_contact as jc
 from jaxsim_contact.model import Integrator
+from mujoco_comparison import (FAST_COMPILE, assert_derivatives_match_central_differences,
+                               assert_trajectory_equals_mujoco)
 
 GYM_ASSETS = pathlib.Path(__import__("gymnasium").__file__).parent / "envs" / "mujoco" / "assets"
-# XLA:CPU compiles these programs several times faster without LLVM optimisation; the values
-# agree to rounding (tests/dynamics/test_tendons.py)
-FAST_COMPILE = ({"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
-                if jax.default_backend() == "cpu" else None)
 STEPS = 200
 
 NO_COLLISION = 'contype="0" conaffinity="0"'
@@ -51,24 +49,6 @@ SCENE = f"""
 </mujoco>"""
 
 
-def _mujoco_trajectory(mj, q0, v0, ctrl, steps: int) -> np.ndarray:
-    data = mujoco.MjData(mj)
-    data.qpos[:], data.qvel[:], data.ctrl[:] = q0, v0, ctrl
-    rows = []
-    for _ in range(steps):
-        mujoco.mj_step(mj, data)
-        rows.append(np.concatenate([data.qpos, data.qvel]))
-    return np.asarray(rows)
-
-
-def _our_trajectory(model: jc.Model, q0, v0, ctrl, steps: int) -> np.ndarray:
-    rollout = jax.jit(jc.rollout, compiler_options=FAST_COMPILE)
-    state = jc.init(model, q=jnp.asarray(q0), v=jnp.asarray(v0))
-    final, trajectory = rollout(model, state, jnp.tile(jnp.asarray(ctrl), (steps, 1)))
-    assert int(final.error) == 0
-    return np.concatenate([np.asarray(trajectory.q), np.asarray(trajectory.v)], axis=1)
-
-
 def _random_start(mj, seed: int = 0, scale: float = 0.3):
     rng = np.random.default_rng(seed)
     q0 = mj.qpos0 + scale * rng.normal(size=mj.nq)
@@ -84,8 +64,7 @@ def test_contact_free_trajectory_equals_mujoco(tmp_path, integrator):
     model, mj = jc.load(path), mujoco.MjModel.from_xml_path(str(path))
     assert model.options.integrator == Integrator(integrator.lower())
     q0, v0, ctrl = _random_start(mj)
-    ours = _our_trajectory(model, q0, v0, ctrl, STEPS)
-    np.testing.assert_allclose(ours, _mujoco_trajectory(mj, q0, v0, ctrl, STEPS), rtol=0, atol=1e-8)
+    assert_trajectory_equals_mujoco(mj, model, q0, v0, ctrl, STEPS)
 
 
 @pytest.mark.parametrize("name", ["inverted_double_pendulum.xml", "reacher.xml"])
@@ -98,8 +77,7 @@ def test_gymnasium_rk4_models_equal_mujoco_with_contacts_and_limits_off(name):
     model = jc.io.from_mjmodel(mj, source=name)
     assert model.options.integrator == Integrator.RK4
     q0, v0, ctrl = _random_start(mj, seed=1, scale=0.1)
-    ours = _our_trajectory(model, q0, v0, ctrl, STEPS)
-    np.testing.assert_allclose(ours, _mujoco_trajectory(mj, q0, v0, ctrl, STEPS), rtol=0, atol=1e-8)
+    assert_trajectory_equals_mujoco(mj, model, q0, v0, ctrl, STEPS)
 
 
 @pytest.mark.parametrize("name, integrator", [("ant.xml", "rk4"), ("hopper.xml", "rk4"),
@@ -175,20 +153,5 @@ def test_step_derivatives_forward_reverse_and_central_differences_agree(tmp_path
         nxt = jc.step(model, jc.init(model, q=q0, v=v), ctrl)
         return jnp.concatenate([nxt.q, nxt.v])
 
-    inputs = (jnp.asarray(v0), jnp.asarray(ctrl0))
-    forward = jax.jit(jax.jacfwd(next_state, argnums=(0, 1)), compiler_options=FAST_COMPILE)(*inputs)
-    reverse = jax.jit(jax.jacrev(next_state, argnums=(0, 1)), compiler_options=FAST_COMPILE)(*inputs)
-    evaluate = jax.jit(next_state, compiler_options=FAST_COMPILE)
-    eps = 1e-6
-    for argnum, (fwd, rev) in enumerate(zip(forward, reverse)):
-        base = inputs[argnum]
-        columns = []
-        for k in range(base.shape[0]):
-            shifted = [list(inputs), list(inputs)]
-            shifted[0][argnum] = base.at[k].add(eps)
-            shifted[1][argnum] = base.at[k].add(-eps)
-            columns.append((evaluate(*shifted[0]) - evaluate(*shifted[1])) / (2 * eps))
-        central = np.stack(columns, axis=1)
-        scale = max(1.0, float(np.abs(central).max()))
-        np.testing.assert_allclose(fwd, rev, rtol=0, atol=1e-10 * scale)
-        np.testing.assert_allclose(fwd, central, rtol=0, atol=1e-6 * scale)
+    assert_derivatives_match_central_differences(
+        next_state, (jnp.asarray(v0), jnp.asarray(ctrl0)), steps=(1e-6, 1e-6))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import warnings
 
-import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
@@ -16,9 +15,8 @@ import pytest
 
 import jaxsim_contact as jc
 from jaxsim_contact.io import IgnoredOptionWarning, UnsupportedFeatureError
+from mujoco_comparison import assert_trajectory_equals_mujoco
 
-FAST_COMPILE = ({"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
-                if jax.default_backend() == "cpu" else None)
 STEPS = 50
 
 #: springs, dampers, frictionloss, an equality, clamped controls, two actuator groups; no
@@ -53,19 +51,8 @@ FLAGS = {
 def _compare_with_mujoco(path, ctrl):
     model, mj = jc.load(path), mujoco.MjModel.from_xml_path(str(path))
     rng = np.random.default_rng(0)
-    q0, v0 = mj.qpos0 + 0.3 * rng.normal(size=mj.nq), rng.normal(size=mj.nv)
-    data = mujoco.MjData(mj)
-    data.qpos[:], data.qvel[:], data.ctrl[:] = q0, v0, ctrl
-    reference = []
-    for _ in range(STEPS):
-        mujoco.mj_step(mj, data)
-        reference.append(np.concatenate([data.qpos, data.qvel]))
-    rollout = jax.jit(jc.rollout, compiler_options=FAST_COMPILE)
-    final, trajectory = rollout(model, jc.init(model, q=jnp.asarray(q0), v=jnp.asarray(v0)),
-                                jnp.tile(jnp.asarray(ctrl), (STEPS, 1)))
-    assert int(final.error) == 0
-    ours = np.concatenate([np.asarray(trajectory.q), np.asarray(trajectory.v)], axis=1)
-    np.testing.assert_allclose(ours, np.asarray(reference), rtol=0, atol=1e-8)
+    assert_trajectory_equals_mujoco(mj, model, mj.qpos0 + 0.3 * rng.normal(size=mj.nq),
+                                    rng.normal(size=mj.nv), ctrl, STEPS)
     return model
 
 
