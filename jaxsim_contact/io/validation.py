@@ -260,6 +260,7 @@ def check_compiled(mj, path: Path) -> None:
 
     check_options(mj, path)
     warn_sensors(mj, path)
+    _check_mass_matrix(mj, path)
     _check_tendons(mj, path)
     _check_equalities(mj, path)
     _check_frictionloss(mj, path)
@@ -331,6 +332,28 @@ def check_compiled(mj, path: Path) -> None:
 _SUPPORTED_DYNAMICS = {0, 1, 2, 3, 4}
 _SUPPORTED_GAINS = {0, 1, 2}
 _SUPPORTED_BIASES = {0, 1, 2}
+
+
+def _check_mass_matrix(mj, path: Path) -> None:
+    """The joint-space mass matrix must be positive definite at ``qpos0``: MuJoCo only warns
+    (``mjWARN_INERTIA``) and regularises, the engine's Cholesky factor would be NaN and every
+    environment would freeze at its first step. Typical causes: redundant joints (four slides on
+    three axes) or a moving body without mass or armature."""
+    import mujoco
+
+    if mj.nv == 0:
+        return
+    data = mujoco.MjData(mj)
+    mujoco.mj_forward(mj, data)
+    warning = data.warning[int(mujoco.mjtWarning.mjWARN_INERTIA)]
+    if warning.number > 0:
+        dof = int(warning.lastinfo)
+        joint = int(mj.dof_jntid[dof]) if 0 <= dof < mj.nv else -1
+        name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_JOINT, joint) or "" if joint >= 0 else ""
+        raise InvalidInertiaError(
+            f"{path}: the joint-space mass matrix is singular at qpos0 (MuJoCo's factorisation "
+            f"fails at dof {dof}, {describe('joint', name, joint)}): redundant joints or a moving "
+            "body without mass; give that joint's dofs some armature")
 
 
 def _check_fluid(mj, path: Path) -> None:

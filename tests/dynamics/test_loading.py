@@ -314,3 +314,15 @@ def test_stiffness_on_ball_joint_is_a_spring(tmp_path):
     MuJoCo C); the loader records the joint."""
     path = write(tmp_path, mjcf('<body><joint name="shoulder" type="ball" stiffness="3"/><geom size="0.1"/></body>'))
     assert jc.load(path).rotational_spring_joints == (0,)
+
+
+def test_singular_mass_matrix_is_refused_with_file_and_joint(tmp_path):
+    """Four slides on three axes (MJX's general_dyntype.xml): MuJoCo only warns and regularises,
+    our factorisation would be NaN at the first step, so the loader names the problem."""
+    body = ('<body><joint name="x" type="slide" axis="1 0 0"/><joint type="slide" axis="0 1 0"/>'
+            '<joint type="slide" axis="0 0 1"/><joint name="xy" type="slide" axis="1 1 0"/>'
+            '<geom type="box" size=".05 .05 .05" mass="1"/></body>')
+    path = write(tmp_path, mjcf(body))
+    with pytest.raises(InvalidInertiaError, match=r"mass matrix is singular at qpos0.*joint 'x'") as info:
+        jc.load(path)
+    assert str(path) in str(info.value)
