@@ -43,8 +43,9 @@ from .kinematics import forward_kinematics, motion_axes
 from .rnea import actuator_forces, bias_forces_from_kinematics, passive_forces
 from .tendons import tendon_armature, tendon_kinematics
 
-__all__ = ["integrator_matrix", "integrator_matrix_is_symmetric", "velocity_matrix_groups", "force_velocity_derivative",
-           "rk4_velocities", "uses_velocity_derivative", "RK4_STAGE_FRACTIONS", "RK4_WEIGHTS"]
+__all__ = ["smooth_terms", "integrator_matrix", "integrator_matrix_is_symmetric",
+           "velocity_matrix_groups", "force_velocity_derivative", "rk4_velocities",
+           "uses_velocity_derivative", "RK4_STAGE_FRACTIONS", "RK4_WEIGHTS"]
 
 #: ``c_k`` of stages 1..3 (each stage uses only the previous one's slope: MuJoCo's tableau)
 RK4_STAGE_FRACTIONS = (0.5, 0.5, 1.0)
@@ -91,16 +92,26 @@ def force_velocity_derivative(model: Model, q, v, ctrl, kin, axes, tendon,
                                               act=act))(v)
 
 
+def smooth_terms(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array, act):
+    """``(kinematics, motion axes, tendon kinematics, M, f)`` at ``(q, v)``: the mass matrix
+    (tendon armature included) and the smooth force ``passive + actuator − bias`` ``(nv,)``."""
+    kin = forward_kinematics(model, q)
+    axes = motion_axes(model, kin)
+    mass = mass_matrix_from_kinematics(model, kin, axes)
+    bias = bias_forces_from_kinematics(model, kin, axes, v)
+    tendon = tendon_kinematics(model, q, kin, axes)
+    if model.tendons.armature_tendons:  # inertia along tendons: in M and in the bias
+        armature_mass, armature_bias = tendon_armature(model, q, v, tendon)
+        mass, bias = mass + armature_mass, bias + armature_bias
+    force = (passive_forces(model, q, v, tendon, kin, axes)
+             + actuator_forces(model, q, v, ctrl, tendon, kin, axes, act=act) - bias)
+    return kin, axes, tendon, mass, force
+
+
 def _smooth_acceleration(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array,
                          act) -> jax.Array:
     """``M(q)⁻¹ f(q, v)`` ``(nv,)``: the explicit acceleration of one RK4 stage."""
-    kin = forward_kinematics(model, q)
-    axes = motion_axes(model, kin)
-    tendon = tendon_kinematics(model, q, kin, axes)
-    mass = mass_matrix_from_kinematics(model, kin, axes)
-    if model.tendons.armature_tendons:
-        mass = mass + tendon_armature(model, q, v, tendon)[0]
-    force = _smooth_force(model, q, v, ctrl, kin, axes, tendon, include_bias=True, act=act)
+    _, _, _, mass, force = smooth_terms(model, q, v, ctrl, act)
     _, chol_inv = grouped_cholesky(mass, velocity_matrix_groups(model))
     return chol_inv.T @ (chol_inv @ force)
 

@@ -283,7 +283,7 @@ def actuator_terms(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | N
     gain = gain[:, 0] + gain[:, 1] * length + gain[:, 2] * velocity
     force = gain * actuator_in + bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity
     if any(model.actuator_states.muscle_gain) or any(model.actuator_states.muscle_bias):
-        force = _with_muscles(model, length, velocity, actuator_in, force)
+        force = _with_muscles(model, length, velocity, actuator_in, gain, force)
     force_range = model.actuator_force_range.astype(dtype)
     force = jnp.where(
         jnp.asarray(model.actuator_force_limited),
@@ -295,15 +295,16 @@ def actuator_terms(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | N
     return length, velocity, force
 
 
-def _with_muscles(model: Model, length, velocity, actuator_in, force):
-    """``force`` ``(nu,)`` with the muscles' gain and / or bias curves replacing the affine ones."""
+def _with_muscles(model: Model, length, velocity, actuator_in, affine_gain, force):
+    """``force`` ``(nu,)`` with the muscles' gain and / or bias curves replacing the affine ones
+    (``affine_gain``: the affine gains already evaluated)."""
     states = model.actuator_states
     dtype = length.dtype
-    gain_prm, bias_prm = model.actuator_gain.astype(dtype), model.actuator_bias.astype(dtype)
+    bias_prm = model.actuator_bias.astype(dtype)
     length_range, acc0 = states.length_range.astype(dtype), states.acc0.astype(dtype)
     gain = jnp.where(jnp.asarray(states.muscle_gain, dtype=bool),
                      muscle_gain(length, velocity, states.muscle_gain_prm.astype(dtype), length_range, acc0),
-                     gain_prm[:, 0] + gain_prm[:, 1] * length + gain_prm[:, 2] * velocity)
+                     affine_gain)
     bias = jnp.where(jnp.asarray(states.muscle_bias, dtype=bool),
                      muscle_bias(length, states.muscle_bias_prm.astype(dtype), length_range, acc0),
                      bias_prm[:, 0] + bias_prm[:, 1] * length + bias_prm[:, 2] * velocity)

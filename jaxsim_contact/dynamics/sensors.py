@@ -161,7 +161,7 @@ def sensors(model: Model, state: State, ctrl: jax.Array | None = None,
         elif kind == "tendonpos":
             value = tendon.length[index][None]
         elif kind == "tendonvel":
-            value = (tendon.jacobian[index] @ v)[None]
+            value = tendon.velocity(v)[index][None]
         elif kind in ("actuatorpos", "actuatorvel", "actuatorfrc"):
             value = actuation[("actuatorpos", "actuatorvel", "actuatorfrc").index(kind)][index][None]
         elif kind == "jointactfrc":

@@ -32,14 +32,13 @@ import numpy as np
 from ..constraints import contact_stage, initial_contact_data
 from ..linalg import grouped_cholesky
 from ..model import ErrorFlag, Integrator, Model, State, error_bit
-from .crba import mass_matrix_from_kinematics
-from .integration import integrate_positions
 from .actuation import activation_rate, clamp_controls, next_activation
-from .integrators import integrator_matrix, integrator_matrix_is_symmetric, rk4_velocities, uses_velocity_derivative, velocity_matrix_groups
-from .kinematics import Kinematics, forward_kinematics, motion_axes
+from .integration import integrate_positions
+from .integrators import (integrator_matrix, integrator_matrix_is_symmetric, rk4_velocities,
+                          smooth_terms, uses_velocity_derivative, velocity_matrix_groups)
+from .kinematics import Kinematics
 from .projection import project_equalities
-from .rnea import actuator_forces, bias_forces_from_kinematics, passive_forces
-from .tendons import TendonKinematics, tendon_armature, tendon_kinematics
+from .tendons import TendonKinematics
 from .._precision import full_precision_matmuls
 
 __all__ = ["init", "step", "rollout", "smooth_dynamics", "SmoothDynamics"]
@@ -67,8 +66,8 @@ class SmoothDynamics(eqx.Module):
       position_velocity: ``(nv,)`` RK4's weighted stage velocity ``v̄`` (positions advance by
         ``h (v̄ + ½ Δv)`` with ``Δv`` the constraint impulse, :mod:`.integrators`); ``None`` for
         the other integrators (positions advance with the new velocity).
-      activations, activation_rate: ``(na,)`` the actuator activations the step started from and
-        their rate ``ȧ`` (RK4: the weighted ``Σ b_k ȧ_k``), ``None`` for a model without them.
+      activation_rate: ``(na,)`` the rate ``ȧ`` of the actuator activations the step started
+        from (RK4: the weighted ``Σ b_k ȧ_k``), ``None`` for a model without them.
     """
 
     mass_matrix: jax.Array
@@ -80,7 +79,6 @@ class SmoothDynamics(eqx.Module):
     motion_axes: jax.Array
     tendon: TendonKinematics
     position_velocity: jax.Array | None = None
-    activations: jax.Array | None = None
     activation_rate: jax.Array | None = None
 
 
@@ -107,17 +105,8 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
     (:mod:`.integrators`): ``H``, its factor and the free velocity ``v_f``."""
     q, v = state.q, state.v
     dt = model.options.dt.astype(q.dtype)
-    kin = forward_kinematics(model, q)
-    axes = motion_axes(model, kin)
-    mass = mass_matrix_from_kinematics(model, kin, axes)
-    bias = bias_forces_from_kinematics(model, kin, axes, v)
-    tendon = tendon_kinematics(model, q, kin, axes)
-    if model.tendons.armature_tendons:  # inertia along tendons: in M and in the bias
-        armature_mass, armature_bias = tendon_armature(model, q, v, tendon)
-        mass, bias = mass + armature_mass, bias + armature_bias
     act = _activations(model, state)
-    force = (passive_forces(model, q, v, tendon, kin, axes)
-             + actuator_forces(model, q, v, ctrl, tendon, kin, axes, act=act) - bias)
+    kin, axes, tendon, mass, force = smooth_terms(model, q, v, ctrl, act)
     act_rate = None if act is None else activation_rate(model, clamp_controls(model, ctrl), act)
     integrator = model.options.integrator
     # H: M + dt D (Euler), M (RK4), M - dt ∂f/∂v (implicit, implicitfast); see .integrators
@@ -130,16 +119,16 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
         free_velocity = v + dt * jnp.linalg.solve(matrix, force)
     else:
         chol, chol_inv = grouped_cholesky(matrix, groups)
-        free_velocity = v + dt * (chol_inv.T @ (chol_inv @ force))  # H⁻¹ f = L⁻ᵀ L⁻¹ f
+        acceleration = chol_inv.T @ (chol_inv @ force)  # H⁻¹ f = L⁻ᵀ L⁻¹ f
+        free_velocity = v + dt * acceleration
     position_velocity = None
-    if integrator == Integrator.RK4:
-        acceleration = chol_inv.T @ (chol_inv @ force)  # stage 0: M⁻¹ f
+    if integrator == Integrator.RK4:  # H = M: the acceleration is RK4's stage 0
         free_velocity, position_velocity, act_rate = rk4_velocities(
             model, q, v, ctrl, acceleration, dt, act, act_rate)
     return SmoothDynamics(mass_matrix=mass, cholesky=chol, cholesky_inverse=chol_inv,
                           smooth_force=force, free_velocity=free_velocity, kinematics=kin,
                           motion_axes=axes, tendon=tendon, position_velocity=position_velocity,
-                          activations=act, activation_rate=act_rate)
+                          activation_rate=act_rate)
 
 
 def _activations(model: Model, state: State) -> jax.Array | None:
@@ -219,8 +208,8 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
     # equalities: their position drift projected out (a bit when they are incompatible)
     q_next, unsatisfied = project_equalities(model, q_next, smooth.cholesky_inverse)
     contact_error = contact_error | error_bit(unsatisfied, ErrorFlag.EQUALITY_NOT_SATISFIED)
-    act_next = state.act if smooth.activations is None else next_activation(
-        model, smooth.activations, smooth.activation_rate, dt)  # MuJoCo mj_nextActivation
+    act_next = state.act if model.na == 0 else next_activation(  # MuJoCo mj_nextActivation
+        model, _activations(model, guard.state), smooth.activation_rate, dt)
     return _advance_or_hold(model, state, guard, q_next, v_next, contact, contact_error, act_next)
 
 

@@ -16,8 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..collision.pairs import build_collision_structure
-from ..model import (ActuatorDynamics, ActuatorStates, Equalities, Sensors, EqualityKind, Integrator, KinematicTree, Model, Options, TendonPathElement,
-                     Tendons, WrapKind)
+from ..model import (ActuatorDynamics, ActuatorStates, Equalities, EqualityKind, Integrator,
+                     KinematicTree, Model, Options, Sensors, TendonPathElement, Tendons, WrapKind)
 from ..types import GeomType, JointType
 from .errors import (
     DegenerateMeshError,
@@ -31,8 +31,8 @@ from .errors import (
 )
 from .meshes import check_meshes
 from .overlaps import exclude_self_overlaps as handle_self_overlaps
-from .urdf import add_floating_base, inline_unreadable_meshes, resolve_mesh_files
 from .options import apply_options
+from .urdf import add_floating_base, inline_unreadable_meshes, resolve_mesh_files
 from .validation import check_compiled, check_spec, check_xml, parse_xml
 
 __all__ = ["load", "compile_mjmodel", "prepare_spec", "compile_spec", "from_mjmodel"]
