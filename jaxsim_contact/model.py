@@ -721,6 +721,12 @@ class Model(eqx.Module):
       geom_size ``(ngeom, 3)``, geom_pos ``(ngeom, 3)``, geom_quat ``(ngeom, 4)`` in the body
       frame, geom_friction ``(ngeom, 3)`` (sliding, torsional, rolling), geom_margin ``(ngeom,)``,
       mesh_vertices: tuple of ``(nvert_i, 3)`` arrays in the mesh frame used by the geom pose.
+      Height fields (MuJoCo ``hfield``; :mod:`jaxsim_contact.collision.hfield`): hfield_size
+      ``(nhfield, 4)`` = (x half-size, y half-size, elevation scale, base depth) m; hfield_data:
+      tuple of ``(nrow, ncol)`` elevations normalised to [0, 1] (MuJoCo ``hfield_data``: row
+      ``r`` at ``y = -size[1] + 2 size[1] r / (nrow - 1)``, column ``c`` likewise along x, height
+      ``data · size[2]`` in the geom frame). Static: ``geom_mesh`` (mesh index or -1) and
+      ``geom_hfield`` (height-field index or -1) per geom.
     Sites (points and frames on bodies: tendon paths, equality constraints):
       site_pos ``(nsite, 3)``, site_quat ``(nsite, 4)`` in the body frame; site_body, site_names
       (static).
@@ -760,6 +766,8 @@ class Model(eqx.Module):
     geom_friction: jax.Array
     geom_margin: jax.Array
     mesh_vertices: tuple[jax.Array, ...]
+    hfield_size: jax.Array
+    hfield_data: tuple[jax.Array, ...]
     site_pos: jax.Array
     site_quat: jax.Array
 
@@ -784,6 +792,8 @@ class Model(eqx.Module):
     geom_contype: tuple[int, ...] = eqx.field(static=True)
     geom_conaffinity: tuple[int, ...] = eqx.field(static=True)
     geom_mesh: tuple[int, ...] = eqx.field(static=True)
+    geom_hfield: tuple[int, ...] = eqx.field(static=True)
+    hfield_names: tuple[str, ...] = eqx.field(static=True)
     site_body: tuple[int, ...] = eqx.field(static=True)
     site_names: tuple[str, ...] = eqx.field(static=True)
     exclude_body_pairs: tuple[tuple[int, int], ...] = eqx.field(static=True)

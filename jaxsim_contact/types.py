@@ -18,6 +18,8 @@ class GeomType(enum.IntEnum):
     BOX = 5
     CONE = 6
     MESH = 7
+    #: MuJoCo height field: elevation grid, collided cell by cell as two triangular prisms
+    HFIELD = 8
 
 
 class JointType(enum.IntEnum):

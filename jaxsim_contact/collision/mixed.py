@@ -19,7 +19,7 @@ Values equal those of the member classes: swept spheres (sphere, capsule) run GJ
 with the radius added afterwards, other kinds have zero inflation; ``strictly_convex_core`` is
 False, so Nesterov uses the normalised directions of seed 000 Alg. 7 — as it does for every pair
 that contains a polytope, capsule, cylinder or cone. Pairs of two strictly convex shapes (sphere,
-ellipsoid) keep their own program (:func:`mergeable`).
+ellipsoid) and height-field pairs keep their own program (:func:`mergeable`).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def mergeable(type_a: GeomType, type_b: GeomType) -> bool:
     """Whether a general (GJK/EPA) pair type can share the mixed program: no plane (closed form)
     and not two strictly convex shapes (they keep Nesterov without normalisation and the smooth
     polish of :func:`jaxsim_contact.collision.distance`)."""
-    if GeomType.PLANE in (type_a, type_b):
+    if GeomType.PLANE in (type_a, type_b) or GeomType.HFIELD in (type_a, type_b):
         return False
     return not (type_a in _SMOOTH and type_b in _SMOOTH)
 

@@ -46,10 +46,11 @@ from ..model import Model
 from ..types import GeomType
 from .generic import generic_query, manifold_from_queries, query_poses
 from .geoms import GeomData, bounding_sphere, gather_geoms, geom_world_frames
+from .hfield import HFIELD_POINTS, field_box_bound, general_hfield_manifolds, make_hfield_sphere_pair
 from .manifold import Manifold
 from .mixed import mergeable, mixed_shapes
 from .registry import has_closed_form, pair_function
-from .structure import CollisionStructure, PairGroup
+from .structure import CollisionStructure, HFieldPairGroup, PairGroup
 
 __all__ = ["Candidates", "narrow_phase", "far_candidates", "any_pair_near", "max_candidates", "KEY_STRIDE"]
 
@@ -193,14 +194,17 @@ def _closest_on_segment(capsule: GeomData, point: jax.Array) -> jax.Array:
     return capsule.pos + along[..., None] * axis
 
 
-def pair_bound(geoms_a: GeomData, type_a: GeomType, geoms_b: GeomData, type_b: GeomType):
+def pair_bound(geoms_a: GeomData, type_a: GeomType, geoms_b: GeomData, type_b: GeomType, field=None):
     """Culling bound of pairs ``(P,)`` of geoms: ``(gap (P,) m, normal (P, 3), point (P, 3))`` with
     ``gap`` ≤ the pairs' signed distance whenever it is positive, ``normal`` the unit direction
     from a to b along which it was measured and ``point`` the midpoint of the bounding volumes'
     closest points. Bounding spheres; for a capsule also its segment; for a plane (always geom a)
-    the signed distance of b's bounding sphere."""
+    the signed distance of b's bounding sphere; for a height field (geom a, ``field`` its
+    ``(elevation, size)``) the distance of that sphere to the box holding the field."""
     ta, tb = type_a, type_b
     center_b, radius_b = bounding_sphere(geoms_b, tb)
+    if ta == GeomType.HFIELD:
+        return field_box_bound(geoms_a, *field, center_b, radius_b)
     if ta == GeomType.PLANE:
         normal = geoms_a.rot[..., 2]
         gap = jnp.sum((center_b - geoms_a.pos) * normal, axis=-1) - radius_b
@@ -231,7 +235,7 @@ def _cull(model: Model, structure: CollisionStructure, frames, group: PairGroup,
     ia, ib = np.asarray(group.geom_a), np.asarray(group.geom_b)
     pair_margin = margin + jnp.maximum(model.geom_margin.astype(dtype)[ia], model.geom_margin.astype(dtype)[ib])
 
-    gap, normal, bound_point = pair_bound(geoms_a, ta, geoms_b, tb)
+    gap, normal, bound_point = pair_bound(geoms_a, ta, geoms_b, tb, _field(model, group, dtype))
     near = gap <= pair_margin
 
     pair_index = jnp.arange(group.num_pairs)
@@ -247,10 +251,23 @@ def _cull(model: Model, structure: CollisionStructure, frames, group: PairGroup,
     return _Culled(geoms_a, geoms_b, near, pair_margin, pair_index, overflow, gap, normal, bound_point)
 
 
+def _field(model: Model, group: PairGroup, dtype):
+    """``(elevation (nrow, ncol), size (4,))`` of a height-field group's field, else None."""
+    if not isinstance(group, HFieldPairGroup):
+        return None
+    return model.hfield_data[group.hfield].astype(dtype), model.hfield_size[group.hfield].astype(dtype)
+
+
 def _group_manifolds(model: Model, structure: CollisionStructure, frames, group: PairGroup,
                      culled: _Culled):
-    """Manifolds ``(budget, K)`` of one group on its own: its registered pair function vmapped."""
-    fn = pair_function(group.type_a, group.type_b)[0]
+    """Manifolds ``(budget, K)`` of one group on its own: its registered pair function vmapped
+    (a height-field group's with its field's elevations bound)."""
+    if isinstance(group, HFieldPairGroup):  # spheres (the other types: _general_hfield_groups)
+        elevation, size = _field(model, group, culled.geoms_a.pos.dtype)
+        on_field = make_hfield_sphere_pair(group.window, group.radius)
+        fn = lambda a, b, margin: on_field(a, b, margin, elevation, size)  # noqa: E731
+    else:
+        fn = pair_function(group.type_a, group.type_b)[0]
     return _pair_manifolds(fn, model, structure, frames, group, culled)
 
 
@@ -277,6 +294,13 @@ def _candidates(model: Model, group: PairGroup, culled: _Culled, manifold) -> di
         active=flat(active), friction=flat(expand(friction)), body_a=flat(expand(body_a)),
         body_b=flat(expand(body_b)), key=flat(key).astype(jnp.int32),
     )
+
+
+def _general_hfield_groups(structure: CollisionStructure) -> list[int]:
+    """Height-field groups whose other geom is not a sphere: their prisms share one GJK/EPA
+    program (:func:`~.hfield.general_hfield_manifolds`)."""
+    return [i for i, g in enumerate(structure.groups)
+            if isinstance(g, HFieldPairGroup) and g.type_b != GeomType.SPHERE]
 
 
 def merged_general_groups(structure: CollisionStructure) -> list[list[int]]:
@@ -356,6 +380,16 @@ def narrow_phase(model: Model, structure: CollisionStructure, body_pos: jax.Arra
                 [jax.eval_shape(lambda c=culled[i], k=pair_function(g.type_a, g.type_b)[1]: c.bound(k))
                  for i, g in zip(merged, groups)])
         manifolds.update(zip(merged, found))
+    fields = _general_hfield_groups(structure)
+    if fields:
+        groups = [structure.groups[i] for i in fields]
+        with jax.named_scope("narrow_hfield_general"):
+            found = _when_near(
+                jnp.concatenate([culled[i].near for i in fields]),
+                lambda: general_hfield_manifolds(groups, [culled[i] for i in fields],
+                                                 [_field(model, g, body_pos.dtype) for g in groups]),
+                [jax.eval_shape(lambda c=culled[i]: c.bound(HFIELD_POINTS)) for i in fields])
+        manifolds.update(zip(fields, found))
     for i, group in enumerate(structure.groups):
         if i not in manifolds:
             with jax.named_scope(f"narrow_{group.type_a.name.lower()}_{group.type_b.name.lower()}"):

@@ -11,10 +11,12 @@ model behaves as in MuJoCo C):
   that parent is the world (geoms of a body still collide with the floor);
 * the body pair is not excluded explicitly (MJCF ``<exclude>``), nor the geom pair (set by
   :func:`~jaxsim_contact.io.set_collision`);
-* not two planes (unbounded both).
+* not two planes (unbounded both), and no height field with a plane or another height field
+  (MuJoCo C has no function for those pairs).
 
 Candidates are grouped by their (ordered) geom types: one :class:`PairGroup` per
-``(type_a, type_b)`` with ``type_a ≤ type_b`` (so a plane is always ``a``). Each group is run by
+``(type_a, type_b)`` with ``type_a ≤ type_b`` (so a plane is always ``a``), except that a height
+field is always ``a`` and its pairs form one :class:`HFieldPairGroup` per height field and type. Each group is run by
 one vmapped pair function in the step, so the Python loop in traced code is over static groups
 only. Groups carry a *narrow-phase budget*: the number of pairs that go through the exact pair
 function per step after bounding-sphere culling (all pairs for closed forms; capped for the
@@ -32,8 +34,9 @@ import functools
 import numpy as np
 
 from ..types import GeomType
+from .hfield import host_bounding_radius, window_cells
 from .registry import has_closed_form
-from .structure import DEFAULT_GENERIC_PAIR_BUDGET, CollisionStructure, PairGroup
+from .structure import DEFAULT_GENERIC_PAIR_BUDGET, CollisionStructure, HFieldPairGroup, PairGroup
 
 __all__ = ["build_collision_structure", "collision_structure"]
 
@@ -43,6 +46,12 @@ def _weld_roots(body_parent: tuple[int, ...], body_joint_num: tuple[int, ...]) -
     for b in range(1, len(body_parent)):
         weld[b] = b if body_joint_num[b] > 0 else weld[body_parent[b]]
     return weld
+
+
+def _never_collide(type_a: GeomType, type_b: GeomType) -> bool:
+    """Planes and height fields are static terrain: MuJoCo C collides neither with the other."""
+    terrain = (GeomType.PLANE, GeomType.HFIELD)
+    return type_a in terrain and type_b in terrain
 
 
 def _hull_indices(vertices: np.ndarray) -> tuple[int, ...]:
@@ -71,6 +80,12 @@ def build_collision_structure(
     exclude_geom_pairs=(),
     mesh_vertices=(),
     generic_pair_budget: int = DEFAULT_GENERIC_PAIR_BUDGET,
+    geom_hfield=(),
+    hfield_size=(),
+    hfield_shape=(),
+    geom_size=(),
+    geom_mesh=(),
+    geom_margin=(),
 ) -> CollisionStructure:
     """Candidate pairs and mesh hulls from the static geom description (host side).
 
@@ -86,6 +101,10 @@ def build_collision_structure(
       mesh_vertices: per mesh, ``(V, 3)`` vertices (concrete values) for the hull; an empty tuple
         or traced values keep every vertex.
       generic_pair_budget: narrow-phase budget of groups without a closed form (GJK/EPA).
+      geom_hfield: per geom, its height-field index or -1 (needed when a geom is a height field),
+        with ``hfield_size`` ``(nhfield, 4)`` and ``hfield_shape`` ``(nrow, ncol)`` per height
+        field, and per geom ``geom_size``, ``geom_mesh``, ``geom_margin`` (concrete values: a
+        height-field pair's window of cells is static, sized by the other geom's bounding radius).
     """
     weld = _weld_roots(tuple(body_parent), tuple(body_joint_num))
     excluded = {tuple(sorted(p)) for p in exclude_body_pairs}
@@ -98,7 +117,7 @@ def build_collision_structure(
             if not (geom_contype[a] & geom_conaffinity[b] or geom_contype[b] & geom_conaffinity[a]):
                 continue
             ta, tb = GeomType(geom_type[a]), GeomType(geom_type[b])
-            if ta == GeomType.PLANE and tb == GeomType.PLANE:
+            if _never_collide(ta, tb):
                 continue
             wa, wb = weld[geom_body[a]], weld[geom_body[b]]
             if wa == wb:
@@ -114,23 +133,31 @@ def build_collision_structure(
         a, b = int(a), int(b)
         if not (0 <= a < ngeom and 0 <= b < ngeom) or a == b:
             raise ValueError(f"contact pair ({a}, {b}) must name two different geoms of {ngeom}")
-        if GeomType(geom_type[a]) == GeomType.PLANE and GeomType(geom_type[b]) == GeomType.PLANE:
-            raise ValueError(f"contact pair ({a}, {b}) joins two planes, which never collide")
+        if _never_collide(GeomType(geom_type[a]), GeomType(geom_type[b])):
+            raise ValueError(f"contact pair ({a}, {b}) joins two planes / height fields, which never collide")
         candidates.add((min(a, b), max(a, b)))
     for a, b in sorted(candidates):
         ta, tb = GeomType(geom_type[a]), GeomType(geom_type[b])
-        if tb < ta:
+        if (tb < ta and ta != GeomType.HFIELD) or tb == GeomType.HFIELD:
             a_, b_, ta, tb = b, a, tb, ta
         else:
             a_, b_ = a, b
-        by_types.setdefault((ta, tb), []).append((a_, b_))
+        field = int(geom_hfield[a_]) if ta == GeomType.HFIELD else -1
+        by_types.setdefault((ta, tb, field), []).append((a_, b_))
 
     groups, offset = [], 0
-    for (ta, tb), pairs in sorted(by_types.items()):
-        budget = len(pairs) if has_closed_form(ta, tb) else min(len(pairs), generic_pair_budget)
-        groups.append(
-            PairGroup(ta, tb, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), budget, offset)
-        )
+    for (ta, tb, field), pairs in sorted(by_types.items()):
+        geom_a, geom_b = tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+        if ta == GeomType.HFIELD:
+            radius = max(host_bounding_radius(tb, geom_size[g], mesh_vertices[geom_mesh[g]]
+                                              if tb == GeomType.MESH else None)
+                         + float(geom_margin[g]) + float(geom_margin[h])
+                         for h, g in pairs)
+            window = window_cells(tuple(hfield_shape[field]), hfield_size[field], radius)
+            groups.append(HFieldPairGroup(ta, tb, geom_a, geom_b, len(pairs), offset, field, window, radius))
+        else:
+            budget = len(pairs) if has_closed_form(ta, tb) else min(len(pairs), generic_pair_budget)
+            groups.append(PairGroup(ta, tb, geom_a, geom_b, budget, offset))
         offset += len(pairs)
 
     hulls = []
@@ -158,6 +185,9 @@ def collision_structure(model) -> CollisionStructure:
     from the static fields (cached; meshes then keep all their vertices)."""
     if model.collision is not None:
         return model.collision
+    if GeomType.HFIELD in model.geom_type:
+        raise ValueError("a model with height fields needs its collision structure built on the host "
+                         "(jaxsim_contact.io.scene.rebuild_collision): a height-field pair's window is static")
     tree = model.tree
     structure = _structure_from_static(
         tuple(model.geom_type), tuple(model.geom_body), tuple(model.geom_contype),

@@ -12,6 +12,7 @@ from ..types import GeomType
 from . import primitives as prim
 from .box_box import box_box
 from .generic import make_generic_pair
+from .hfield import HFIELD_POINTS
 
 __all__ = ["PAIR_FUNCTIONS", "has_closed_form", "pair_function"]
 
@@ -34,9 +35,17 @@ def has_closed_form(type_a: GeomType, type_b: GeomType) -> bool:
     return (GeomType(type_a), GeomType(type_b)) in PAIR_FUNCTIONS
 
 
+def _needs_field(a, b, margin):
+    raise TypeError("a height-field pair function needs its field: see collision.hfield.make_hfield_pair")
+
+
 def pair_function(type_a: GeomType, type_b: GeomType):
-    """``(function, points_per_pair)`` for the ordered pair ``type_a <= type_b``."""
+    """``(function, points_per_pair)`` for the ordered pair ``type_a <= type_b`` (a height field
+    is always ``type_a``; its function is built per group with the field's elevations,
+    :func:`~.hfield.make_hfield_pair`)."""
     key = (GeomType(type_a), GeomType(type_b))
+    if key[0] == T.HFIELD:
+        return _needs_field, HFIELD_POINTS
     if key in PAIR_FUNCTIONS:
         return PAIR_FUNCTIONS[key]
     return make_generic_pair(*key)

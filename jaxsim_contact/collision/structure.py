@@ -11,7 +11,7 @@ import dataclasses
 
 from ..types import GeomType
 
-__all__ = ["PairGroup", "CollisionStructure", "DEFAULT_GENERIC_PAIR_BUDGET"]
+__all__ = ["PairGroup", "HFieldPairGroup", "CollisionStructure", "DEFAULT_GENERIC_PAIR_BUDGET"]
 
 #: default narrow-phase budget of a group handled by GJK/EPA (pairs per step after culling)
 DEFAULT_GENERIC_PAIR_BUDGET = 64
@@ -39,6 +39,22 @@ class PairGroup:
     @property
     def num_pairs(self) -> int:
         return len(self.geom_a)
+
+
+@dataclasses.dataclass(frozen=True)
+class HFieldPairGroup(PairGroup):
+    """Pairs of one height field (always geom a, ``type_a = HFIELD``) and geoms of ``type_b``.
+
+    Attributes:
+      hfield: index of the height field (``Model.hfield_data``).
+      window: ``(rows, cols)`` cells around geom b that its prisms are built from
+        (:func:`~.hfield.window_cells`).
+      radius: largest bounding radius (m) of the group's geoms b plus their margins.
+    """
+
+    hfield: int
+    window: tuple[int, int]
+    radius: float
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,7 +29,7 @@ from .errors import (
 )
 from .loader import compile_mjmodel, compile_spec, from_mjmodel, load, prepare_spec
 from .overlaps import self_overlaps
-from .scene import add_floor, set_collision
+from .scene import add_floor, set_collision, set_height_field
 
 __all__ = [
     "load",
@@ -46,6 +46,7 @@ __all__ = [
     "from_mjmodel",
     "add_floor",
     "set_collision",
+    "set_height_field",
     "self_overlaps",
     "ModelError",
     "ModelParseError",

@@ -37,9 +37,10 @@ from .validation import check_compiled, check_spec, check_xml, parse_xml
 
 __all__ = ["load", "compile_mjmodel", "prepare_spec", "compile_spec", "from_mjmodel"]
 
-# mjtGeom → GeomType (hfield and SDF are rejected by validation).
+# mjtGeom → GeomType (SDF is rejected by validation).
 _GEOM_FROM_MJ = {
     0: GeomType.PLANE,
+    1: GeomType.HFIELD,
     2: GeomType.SPHERE,
     3: GeomType.CAPSULE,
     4: GeomType.ELLIPSOID,
@@ -387,6 +388,21 @@ def _equalities_from_mjmodel(mj, arr) -> Equalities:
     )
 
 
+def _geom_data_index(mj, geom_type) -> tuple[int, ...]:
+    """Per geom, its mesh / height-field index (MuJoCo ``geom_dataid``) where its type is
+    ``geom_type``, else -1."""
+    return tuple(int(i) if int(t) == int(geom_type) else -1 for t, i in zip(mj.geom_type, mj.geom_dataid))
+
+
+def _hfield_grids(mj, arr) -> tuple:
+    """Per height field, its ``(nrow, ncol)`` normalised elevations (MuJoCo ``hfield_data``)."""
+    grids = []
+    for h in range(mj.nhfield):
+        nrow, ncol, start = int(mj.hfield_nrow[h]), int(mj.hfield_ncol[h]), int(mj.hfield_adr[h])
+        grids.append(arr(mj.hfield_data[start:start + nrow * ncol], (nrow, ncol)))
+    return tuple(grids)
+
+
 def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
     """Convert a compiled ``mujoco.MjModel`` (already validated) into a :class:`Model`.
 
@@ -461,6 +477,8 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         geom_friction=arr(mj.geom_friction, (mj.ngeom, 3)),
         geom_margin=arr(mj.geom_margin, (mj.ngeom,)),
         mesh_vertices=meshes,
+        hfield_size=arr(mj.hfield_size, (mj.nhfield, 4)),
+        hfield_data=_hfield_grids(mj, arr),
         site_pos=arr(mj.site_pos, (mj.nsite, 3)),
         site_quat=arr(mj.site_quat, (mj.nsite, 4)),
         tendons=_tendons_from_mjmodel(mj, arr),
@@ -489,7 +507,9 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         geom_body=tuple(int(b) for b in mj.geom_bodyid),
         geom_contype=tuple(int(c) for c in mj.geom_contype),
         geom_conaffinity=tuple(int(c) for c in mj.geom_conaffinity),
-        geom_mesh=tuple(int(m) for m in mj.geom_dataid),
+        geom_mesh=_geom_data_index(mj, mujoco.mjtGeom.mjGEOM_MESH),
+        geom_hfield=_geom_data_index(mj, mujoco.mjtGeom.mjGEOM_HFIELD),
+        hfield_names=names(mujoco.mjtObj.mjOBJ_HFIELD, mj.nhfield),
         site_body=tuple(int(b) for b in mj.site_bodyid),
         site_names=names(mujoco.mjtObj.mjOBJ_SITE, mj.nsite),
         exclude_body_pairs=exclude_pairs,
@@ -513,5 +533,11 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
             exclude_body_pairs=exclude_pairs,
             contact_geom_pairs=contact_pairs,
             mesh_vertices=tuple(np.asarray(v) for v in meshes),
+            geom_hfield=_geom_data_index(mj, mujoco.mjtGeom.mjGEOM_HFIELD),
+            hfield_size=np.asarray(mj.hfield_size, np.float64).reshape(mj.nhfield, 4),
+            hfield_shape=tuple((int(mj.hfield_nrow[h]), int(mj.hfield_ncol[h])) for h in range(mj.nhfield)),
+            geom_size=np.asarray(mj.geom_size, np.float64),
+            geom_mesh=_geom_data_index(mj, mujoco.mjtGeom.mjGEOM_MESH),
+            geom_margin=np.asarray(mj.geom_margin, np.float64),
         ),
     ).astype(dtype)  # default option objects (solver tolerances, ...) follow the model dtype

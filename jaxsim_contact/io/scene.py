@@ -16,7 +16,7 @@ from ..collision.structure import DEFAULT_GENERIC_PAIR_BUDGET
 from ..model import Model
 from ..types import GeomType, JointType
 
-__all__ = ["add_floor", "set_collision", "rebuild_collision"]
+__all__ = ["add_floor", "set_collision", "rebuild_collision", "set_height_field"]
 
 
 def rebuild_collision(model: Model, *, exclude_body_pairs=None, exclude_geom_pairs=None,
@@ -36,6 +36,10 @@ def rebuild_collision(model: Model, *, exclude_body_pairs=None, exclude_geom_pai
         contact_geom_pairs=model.contact_geom_pairs, exclude_geom_pairs=exclude_geoms,
         mesh_vertices=tuple(np.asarray(v) for v in model.mesh_vertices),
         generic_pair_budget=generic_pair_budget,
+        geom_hfield=model.geom_hfield, hfield_size=np.asarray(model.hfield_size, np.float64),
+        hfield_shape=tuple(tuple(grid.shape) for grid in model.hfield_data),
+        geom_size=np.asarray(model.geom_size, np.float64), geom_mesh=model.geom_mesh,
+        geom_margin=np.asarray(model.geom_margin, np.float64),
     )
     return dataclasses.replace(model, exclude_body_pairs=exclude, exclude_geom_pairs=exclude_geoms,
                                collision=structure)
@@ -65,6 +69,7 @@ def add_floor(model: Model, *, height: float = 0.0, friction: float = 1.0,
         geom_contype=model.geom_contype + (1,),
         geom_conaffinity=model.geom_conaffinity + (1,),
         geom_mesh=model.geom_mesh + (-1,),
+        geom_hfield=model.geom_hfield + (-1,),
     )
     return rebuild_collision(out)
 
@@ -116,3 +121,30 @@ def set_collision(model: Model, *, self_collision: bool = True, world_is_robot_b
     return rebuild_collision(model, exclude_body_pairs=tuple(exclude),
                              exclude_geom_pairs=tuple(exclude_geoms),
                              generic_pair_budget=generic_pair_budget)
+
+
+def set_height_field(model: Model, hfield: int | str, elevation) -> Model:
+    """A copy of ``model`` whose height field ``hfield`` (index or name) has the elevations
+    ``elevation`` ``(nrow, ncol)`` (MuJoCo ``hfield_data`` of that field, row ``r`` along y,
+    column ``c`` along x, height ``elevation · size[2]`` m; dm_control's tasks write terrain this
+    way at episode start). The grid shape is static (the pairs' windows of cells), the values are
+    dynamic leaves: inside ``jit`` replace ``model.hfield_data`` directly
+    (``eqx.tree_at``) with an array of the same shape.
+
+    Raises:
+      ValueError: unknown field, a shape other than the field's, or non-finite values.
+    """
+    names = model.hfield_names
+    index = names.index(hfield) if isinstance(hfield, str) and hfield in names else hfield
+    if not isinstance(index, (int, np.integer)) or not 0 <= index < len(model.hfield_data):
+        raise ValueError(f"set_height_field: no height field {hfield!r}; the model has {list(names)}")
+    values = np.asarray(elevation, dtype=np.float64)
+    shape = tuple(model.hfield_data[index].shape)
+    if values.shape != shape:
+        raise ValueError(f"set_height_field: height field {names[index]!r} has {shape[0]} rows and "
+                         f"{shape[1]} columns; got elevations of shape {values.shape}")
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"set_height_field: height field {names[index]!r}: elevations must be finite")
+    grids = list(model.hfield_data)
+    grids[index] = jnp.asarray(values, model.dtype)
+    return dataclasses.replace(model, hfield_data=tuple(grids))

@@ -51,7 +51,6 @@ _MJCF_UNSUPPORTED_ELEMENTS = {
     "composite": "composite objects",
     "plugin": "engine plugins",
     "extension": "engine plugins",
-    "hfield": "height fields",
 }
 _MJCF_SUPPORTED_ACTUATORS = {"motor", "position", "velocity", "intvelocity", "damper", "cylinder",
                              "muscle", "general"}
@@ -251,12 +250,12 @@ def check_compiled(mj, path: Path) -> None:
     counts = {
         "flex": mj.nflex,
         "plugin": mj.nplugin,
-        "height field": mj.nhfield,
     }
     for kind, count in counts.items():
         if count:
             raise UnsupportedFeatureError(f"{path}: {count} {kind} element(s); not supported")
     _check_fluid(mj, path)
+    _check_height_fields(mj, path)
 
     check_options(mj, path)
     warn_sensors(mj, path)
@@ -399,8 +398,32 @@ def _enum_name(enum, value: int) -> str:
     return str(value)
 
 
-# MuJoCo geom types we can represent: plane, sphere, capsule, ellipsoid, cylinder, box, mesh.
-_SUPPORTED_MJ_GEOMS = {0, 2, 3, 4, 5, 6, 7}
+# MuJoCo geom types we can represent: plane, height field, sphere, capsule, ellipsoid, cylinder,
+# box, mesh.
+_SUPPORTED_MJ_GEOMS = {0, 1, 2, 3, 4, 5, 6, 7}
+
+
+def _check_height_fields(mj, path: Path) -> None:
+    """A height field needs a grid of at least 2 × 2 finite elevations and finite, positive sizes
+    (MuJoCo's compiler checks the element count against ``nrow × ncol`` itself)."""
+    import mujoco
+
+    for h in range(mj.nhfield):
+        where = f"{path}: {describe('hfield', mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_HFIELD, h) or '', h)}"
+        nrow, ncol = int(mj.hfield_nrow[h]), int(mj.hfield_ncol[h])
+        if nrow < 2 or ncol < 2:
+            raise InvalidGeometryError(f"{where} has {nrow} rows and {ncol} columns; a height field "
+                                       "needs at least 2 of each to have a cell")
+        size = np.asarray(mj.hfield_size[h], dtype=float)
+        if not np.all(np.isfinite(size)) or np.any(size <= 0):
+            raise InvalidGeometryError(f"{where} has size {size.tolist()}; its x, y half-sizes, "
+                                       "elevation and base depth must be finite and positive")
+        start = int(mj.hfield_adr[h])
+        data = np.asarray(mj.hfield_data[start:start + nrow * ncol], dtype=float)
+        if not np.all(np.isfinite(data)):
+            bad = int(np.flatnonzero(~np.isfinite(data))[0])
+            raise InvalidGeometryError(f"{where} has elevation {data[bad]} at row {bad // ncol}, "
+                                       f"column {bad % ncol}; elevations must be finite")
 
 
 def _check_tendons(mj, path: Path) -> None:
