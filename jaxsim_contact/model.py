@@ -258,10 +258,11 @@ class Options(eqx.Module):
         then flags and freezes the environment (see :class:`ErrorFlag`). No physical state comes
         near it, while squares and cubes of it stay finite even in float32.
       fluid_density (kg/m³), fluid_viscosity (Pa·s), wind ``(3,)`` (m/s, world frame): the
-        medium of MuJoCo's inertia-box fluid model (``<option density viscosity wind>``;
-        :mod:`jaxsim_contact.dynamics.fluid`). It acts on ``Model.fluid_bodies``: every body with
-        mass when the model was loaded with a nonzero density or viscosity, none otherwise (a
-        model loaded without fluid ignores these values).
+        medium of MuJoCo's fluid models (``<option density viscosity wind>``;
+        :mod:`jaxsim_contact.dynamics.fluid`). It acts on ``Model.fluid_bodies`` (inertia-box
+        model) and ``Model.fluid_geoms`` (ellipsoid model): every body with mass when the model
+        was loaded with a nonzero density or viscosity, none otherwise (a model loaded without
+        fluid ignores these values).
       solver: any contact solver of :mod:`jaxsim_contact.contact` (default NCP/ADMM); its
         iteration cap and formulation are static, its tolerance dynamic.
 
@@ -727,6 +728,12 @@ class Model(eqx.Module):
       ``r`` at ``y = -size[1] + 2 size[1] r / (nrow - 1)``, column ``c`` likewise along x, height
       ``data · size[2]`` in the geom frame). Static: ``geom_mesh`` (mesh index or -1) and
       ``geom_hfield`` (height-field index or -1) per geom.
+      geom_fluid ``(ngeom, 12)``: MuJoCo's ``geom_fluid`` for the ellipsoid fluid model of the
+        geoms of the static ``fluid_geoms`` (:mod:`jaxsim_contact.dynamics.fluid`): interaction
+        coefficient (1 with ``fluidshape="ellipsoid"``, else 0), the five ``fluidcoef`` (blunt
+        drag, slender drag, angular drag, Kutta lift, Magnus lift; dimensionless), the virtual
+        mass ``(3,)`` (m³) and virtual inertia ``(3,)`` (m⁵) per unit fluid density, along the
+        geom's axes, as MuJoCo's compiler computed them from the geom's size.
     Sites (points and frames on bodies: tendon paths, equality constraints):
       site_pos ``(nsite, 3)``, site_quat ``(nsite, 4)`` in the body frame; site_body, site_names
       (static).
@@ -765,6 +772,7 @@ class Model(eqx.Module):
     geom_quat: jax.Array
     geom_friction: jax.Array
     geom_margin: jax.Array
+    geom_fluid: jax.Array
     mesh_vertices: tuple[jax.Array, ...]
     hfield_size: jax.Array
     hfield_data: tuple[jax.Array, ...]
@@ -817,8 +825,12 @@ class Model(eqx.Module):
     joint_actuator_force_limited: tuple[int, ...] = eqx.field(static=True, default=())
     #: joints whose gravity compensation is an actuator force (MuJoCo ``actuatorgravcomp``)
     joint_actuator_gravcomp: tuple[int, ...] = eqx.field(static=True, default=())
-    #: bodies the fluid acts on (every body with mass, when the model has fluid forces)
+    #: bodies of MuJoCo's inertia-box fluid model (when the model has fluid forces: every body
+    #: with mass none of whose geoms has ``fluidshape="ellipsoid"``)
     fluid_bodies: tuple[int, ...] = eqx.field(static=True, default=())
+    #: geoms of MuJoCo's ellipsoid fluid model (when the model has fluid forces: the geoms with a
+    #: nonzero ``geom_fluid[:, 0]`` of the bodies with mass that have such a geom)
+    fluid_geoms: tuple[int, ...] = eqx.field(static=True, default=())
 
     # --- counts -----------------------------------------------------------------------------
     @property

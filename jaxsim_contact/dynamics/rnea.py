@@ -203,7 +203,7 @@ def passive_forces(model: Model, q: jax.Array, v: jax.Array, tendon=None, kinema
     gravcomp = _gravcomp_at(model, q, kinematics, axes)
     if gravcomp is not None:
         force = force + jnp.where(jnp.asarray(_actuated_gravcomp_dofs(model)), 0.0, gravcomp)
-    if model.fluid_bodies:
+    if model.fluid_bodies or model.fluid_geoms:
         if kinematics is None:
             kinematics = forward_kinematics(model, q)
             axes = motion_axes(model, kinematics)

@@ -65,7 +65,8 @@ class InvalidActuatorError(ModelError):
 
 
 class InvalidFluidError(ModelError):
-    """The fluid medium (``<option density viscosity wind>``) is negative or not finite."""
+    """The fluid medium (``<option density viscosity wind>``) is negative or not finite, or a
+    geom's ellipsoid-model coefficients (``fluidcoef``, MuJoCo's ``geom_fluid``) are not finite."""
 
 
 class UnsupportedFeatureError(NotImplementedError):

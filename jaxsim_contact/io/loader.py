@@ -92,9 +92,10 @@ def load(
       FileNotFoundError: ``path`` does not exist.
       ModelParseError: malformed XML or syntax the MuJoCo compiler rejects.
       MissingAssetError: a mesh file that does not exist (also a ``FileNotFoundError``).
-      InvalidMassError, InvalidInertiaError, InvalidFrictionError: bad physical parameters.
+      InvalidMassError, InvalidInertiaError, InvalidFrictionError, InvalidFluidError: bad
+        physical parameters.
       UnsupportedFeatureError: (a ``NotImplementedError``) a joint type or element the engine does
-        not simulate (fluid forces, height fields, muscle actuators, actuator dynamics, tendon
+        not simulate (height fields, muscle actuators, actuator dynamics, tendon
         armature, flex equalities, ...).
       All messages name the file, the element and the value.
     """
@@ -403,6 +404,25 @@ def _hfield_grids(mj, arr) -> tuple:
     return tuple(grids)
 
 
+def _fluid_structure(mj) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The bodies of MuJoCo's inertia-box fluid model and the geoms of its ellipsoid model
+    (``mj_fluid``): with a nonzero density or viscosity, every body with mass (``>= mjMINVAL``)
+    uses the ellipsoid model when one of its geoms has ``geom_fluid[0] > 0``
+    (``fluidshape="ellipsoid"``), for each of its geoms with ``geom_fluid[0] != 0``, and the
+    inertia box otherwise; none without fluid."""
+    if not (mj.opt.density or mj.opt.viscosity):
+        return (), ()
+    interaction = np.asarray(mj.geom_fluid, dtype=np.float64).reshape(mj.ngeom, 12)[:, 0]
+    bodies, geoms = [], []
+    for b in np.flatnonzero(np.asarray(mj.body_mass) >= 1e-15):
+        own = range(int(mj.body_geomadr[b]), int(mj.body_geomadr[b]) + int(mj.body_geomnum[b]))
+        if any(interaction[g] > 0 for g in own):
+            geoms.extend(g for g in own if interaction[g] != 0)
+        else:
+            bodies.append(int(b))
+    return tuple(bodies), tuple(geoms)
+
+
 def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
     """Convert a compiled ``mujoco.MjModel`` (already validated) into a :class:`Model`.
 
@@ -444,6 +464,7 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         for signature in np.asarray(mj.exclude_signature, dtype=np.int64)
     )
     contact_pairs = _explicit_contact_pairs(mj, source)
+    fluid_bodies, fluid_geoms = _fluid_structure(mj)
 
     return Model(
         tree=_tree_from_mjmodel(mj),
@@ -476,6 +497,7 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         geom_quat=arr(mj.geom_quat, (mj.ngeom, 4)),
         geom_friction=arr(mj.geom_friction, (mj.ngeom, 3)),
         geom_margin=arr(mj.geom_margin, (mj.ngeom,)),
+        geom_fluid=arr(mj.geom_fluid, (mj.ngeom, 12)),
         mesh_vertices=meshes,
         hfield_size=arr(mj.hfield_size, (mj.nhfield, 4)),
         hfield_data=_hfield_grids(mj, arr),
@@ -521,8 +543,8 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
                                        if int(mj.jnt_type[j]) in (0, 1) and mj.jnt_stiffness[j] != 0),
         joint_actuator_gravcomp=tuple(int(j) for j in np.flatnonzero(np.asarray(mj.jnt_actgravcomp))),
         joint_actuator_force_limited=tuple(int(j) for j in np.flatnonzero(np.asarray(mj.jnt_actfrclimited))),
-        fluid_bodies=(tuple(int(b) for b in np.flatnonzero(np.asarray(mj.body_mass) >= 1e-15))
-                      if (mj.opt.density or mj.opt.viscosity) else ()),
+        fluid_bodies=fluid_bodies,
+        fluid_geoms=fluid_geoms,
         collision=build_collision_structure(
             geom_type=tuple(_GEOM_FROM_MJ[int(t)] for t in mj.geom_type),
             geom_body=tuple(int(b) for b in mj.geom_bodyid),

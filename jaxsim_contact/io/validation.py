@@ -355,9 +355,16 @@ def _check_mass_matrix(mj, path: Path) -> None:
             "body without mass; give that joint's dofs some armature")
 
 
+#: MuJoCo's ``geom_fluid`` layout after the interaction coefficient: ``fluidcoef``, then the
+#: virtual mass and inertia its compiler derives from the geom's size
+_FLUID_COEFFICIENTS = ("blunt drag", "slender drag", "angular drag", "Kutta lift", "Magnus lift")
+
+
 def _check_fluid(mj, path: Path) -> None:
-    """The inertia-box fluid model is simulated (:mod:`jaxsim_contact.dynamics.fluid`); its
-    medium must be finite and non-negative; MuJoCo's ellipsoid model is refused by name."""
+    """MuJoCo's inertia-box and ellipsoid fluid models are simulated
+    (:mod:`jaxsim_contact.dynamics.fluid`); the medium must be finite and non-negative, and the
+    coefficients of the geoms with ``fluidshape="ellipsoid"`` finite (MuJoCo compiles a NaN or
+    an infinite ``fluidcoef``, and every step would be NaN)."""
     import mujoco
 
     medium = {"density": float(mj.opt.density), "viscosity": float(mj.opt.viscosity)}
@@ -368,11 +375,21 @@ def _check_fluid(mj, path: Path) -> None:
         raise InvalidFluidError(f"{path}: <option wind={np.asarray(mj.opt.wind).tolist()}>: must be finite")
     if not (medium["density"] or medium["viscosity"]):
         return
-    for g in np.flatnonzero(np.asarray(mj.geom_fluid)[:, 0] > 0):
+    coefficients = np.asarray(mj.geom_fluid, dtype=float).reshape(mj.ngeom, 12)
+    for g in np.flatnonzero(coefficients[:, 0] != 0):
+        row = coefficients[g]
+        if np.all(np.isfinite(row)):
+            continue
         name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_GEOM, int(g)) or ""
-        raise UnsupportedFeatureError(
-            f"{path}: {describe('geom', name, int(g))} has fluidshape=\"ellipsoid\": MuJoCo's "
-            "ellipsoid fluid model is not supported (the inertia-box model is: remove fluidshape)")
+        where = f"{path}: {describe('geom', name, int(g))} (fluidshape=\"ellipsoid\")"
+        if not np.all(np.isfinite(row[1:6])):
+            labels = ", ".join(_FLUID_COEFFICIENTS)
+            raise InvalidFluidError(f"{where} has fluidcoef={row[1:6].tolist()} ({labels}): "
+                                    "must be finite")
+        raise InvalidFluidError(
+            f"{where}: MuJoCo's compiler gave it a non-finite virtual mass / inertia "
+            f"{row[6:].tolist()} (from size {np.asarray(mj.geom_size[g]).tolist()}) or "
+            f"interaction coefficient {row[0]}")
 
 
 def _check_actuator_parameters(mj, a: int, where: str, dyntype: int) -> None:
