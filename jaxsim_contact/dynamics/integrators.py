@@ -14,7 +14,9 @@ through which constraint impulses change the velocity (``v⁺ = v_f + H⁻¹ J�
 positive definite metric, uses its symmetric part ``(H + Hᵀ)/2``. MuJoCo 4.0.0's
 ``implicitfast`` also keeps the bias derivative (gyroscopic term) of a free body that is a whole
 kinematic tree — measured against ``mj_step``, not documented — so with such a body its ``H`` is
-not symmetric either and is treated the same way. ``∂f/∂v`` is the exact
+not symmetric either and is treated the same way. The ellipsoid fluid model's ``∂f/∂v`` is not
+symmetric (added mass, Magnus and Kutta lift): ``implicitfast`` uses its symmetric part except on
+those lone free bodies, as MuJoCo does (``mjd_ellipsoidFluid``). ``∂f/∂v`` is the exact
 forward-mode derivative of the engine's own forces (MuJoCo's ``mjd_smooth_vel`` computes the
 same derivatives analytically).
 
@@ -229,6 +231,15 @@ def integrator_matrix(model: Model, q, v, ctrl, kin, axes, tendon, mass, dt, act
         return mass
     derivative = force_velocity_derivative(model, q, v, ctrl, kin, axes, tendon,
                                            include_bias=integrator == Integrator.IMPLICIT, act=act)
+    if integrator == Integrator.IMPLICITFAST:
+        symmetrised = _fluid_symmetrised_dofs(model)
+        if symmetrised.size:
+            # MuJoCo's implicitfast symmetrises each ellipsoid-fluid geom's velocity derivative
+            # except on a lone free body (_fluid_symmetrised_dofs)
+            mask = np.zeros(model.nv, dtype=bool)
+            mask[symmetrised] = True
+            derivative = jnp.where(jnp.asarray(np.outer(mask, mask)),
+                                   0.5 * (derivative + derivative.T), derivative)
     lone_free_dofs = _lone_free_body_dofs(model)
     if integrator == Integrator.IMPLICITFAST and lone_free_dofs.size:
         # MuJoCo 4.0.0's implicitfast keeps the bias derivative of a free body that is a whole
@@ -238,6 +249,19 @@ def integrator_matrix(model: Model, q, v, ctrl, kin, axes, tendon, mass, dt, act
         bias_derivative = jax.jacfwd(lambda w: -bias_forces_from_kinematics(model, kin, axes, w))(v)
         derivative = derivative + jnp.where(jnp.asarray(np.outer(mask, mask)), bias_derivative, 0.0)
     return mass - dt * derivative
+
+
+def _fluid_symmetrised_dofs(model: Model) -> np.ndarray:
+    """Dofs on which ``implicitfast`` symmetrises ``∂f/∂v`` when the model has ellipsoid-fluid
+    geoms (``Model.fluid_geoms``): MuJoCo symmetrises each such geom's 6×6 velocity derivative
+    (``mjd_ellipsoidFluid``) except on a free body. In MuJoCo 4.0.0 that exception covers every
+    kinematic tree that is a lone free body, welded children with mass and their geoms included
+    (measured against ``mj_step``; the newer source's ``mj_isFreeBody`` excludes such trees), i.e.
+    the trees of :func:`_lone_free_body_dofs`; every other velocity derivative of the other
+    trees is symmetric already."""
+    if not model.fluid_geoms:
+        return np.zeros(0, dtype=np.int64)
+    return np.setdiff1d(np.arange(model.nv, dtype=np.int64), _lone_free_body_dofs(model))
 
 
 def _lone_free_body_dofs(model: Model) -> np.ndarray:
