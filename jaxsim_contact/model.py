@@ -260,9 +260,9 @@ class Options(eqx.Module):
       fluid_density (kg/m³), fluid_viscosity (Pa·s), wind ``(3,)`` (m/s, world frame): the
         medium of MuJoCo's fluid models (``<option density viscosity wind>``;
         :mod:`jaxsim_contact.dynamics.fluid`). It acts on ``Model.fluid_bodies`` (inertia-box
-        model) and ``Model.fluid_geoms`` (ellipsoid model): every body with mass when the model
-        was loaded with a nonzero density or viscosity, none otherwise (a model loaded without
-        fluid ignores these values).
+        model) and ``Model.fluid_geoms`` (ellipsoid model), which between them cover every body
+        with mass when the model was loaded with a nonzero density or viscosity and are empty
+        otherwise (a model loaded without fluid ignores these values).
       solver: any contact solver of :mod:`jaxsim_contact.contact` (default NCP/ADMM); its
         iteration cap and formulation are static, its tolerance dynamic.
 
