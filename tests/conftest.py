@@ -11,11 +11,14 @@ import os
 # upstream for vmapped CPU graphs and disappears with this flag (single-threaded Eigen inside one
 # op; JAX still runs independent ops concurrently). Must be set before the CPU backend starts.
 #
-# Not --xla_backend_optimization_level=0, although it compiles about a quarter faster: under it
-# the reverse-mode derivative of tests/contact/test_solvers.py::
-# test_primal_newton_unrolled_derivatives_are_finite_with_zero_residuals is NaN (finite with
-# LLVM's optimisation passes): see docs/sharp_bits.md "compile time".
-SUITE_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false"
+# --xla_backend_optimization_level=0: LLVM without optimisation passes. Most of the suite's time is
+# XLA:CPU compiling many small programs once; this cuts it by about a quarter
+# (tests/constraints/test_derivative_gate.py: 665 s -> 489 s on one core). Compiled programs
+# compute the same values to rounding but not bit for bit, so tests/golden.py records its
+# trajectories under the same flags. (--xla_cpu_use_fusion_emitters=false would save more, but
+# miscompiled an EPA query once: docs/sharp_bits.md.) It once made a jnp.max derivative 0/0 (FMA
+# contraction differing between two fusions that recompute the same value; docs/sharp_bits.md).
+SUITE_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false --xla_backend_optimization_level=0"
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + SUITE_XLA_FLAGS).strip()
 
 # One persistent compilation cache for the whole run, shared by the xdist workers and the

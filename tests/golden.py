@@ -138,7 +138,8 @@ if __name__ == "__main__":
     parser.add_argument("--scenes", nargs="*", default=list(SCENES), choices=SCENES)
     args = parser.parse_args()
     # the suite's XLA settings (tests/conftest.py)
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                               + " --xla_cpu_multi_thread_eigen=false --xla_backend_optimization_level=0").strip()
     import jax
 
     jax.config.update("jax_enable_x64", True)

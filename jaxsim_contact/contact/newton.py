@@ -209,6 +209,30 @@ def _single_criteria(problem: ContactProblem, force, velocity, frictionless_wors
     return worst, rows_active
 
 
+@jax.custom_jvp
+def _max_or_zero(x):
+    """``max(0, max x)`` of a 1-D array (``jnp.max(x, initial=0.0)``, the same value) whose
+    derivative is ``x``'s tangent at ONE maximiser (``jnp.argmax``; 0 when the maximum is ``≤ 0``).
+
+    ``jnp.max``'s own rule finds the maximisers by comparing ``x == max x`` and divides by their
+    count. XLA recomputes ``x`` in every fusion that reads it, and the comparison only holds if
+    each copy rounds alike: with ``--xla_backend_optimization_level=0`` LLVM contracted ``a·b + c``
+    to an FMA in the kernel that counts but not in the one that reduces, no entry compared equal,
+    and the count 0 made the unrolled derivative 0/0 = NaN (docs/sharp_bits.md "compile time").
+    One ``argmax`` (a single reduction) needs no comparison between copies."""
+    return jnp.max(x, initial=0.0)
+
+
+@_max_or_zero.defjvp
+def _max_or_zero_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    out = _max_or_zero(x)
+    if x.shape[0] == 0:
+        return out, jnp.zeros_like(out)
+    i = jnp.argmax(x)
+    return out, jnp.where(x[i] > 0, t[i], jnp.zeros_like(t[i]))
+
+
 class PrimalNewton(ContactSolver):
     """Newton's method on the primal compliant CCP (seed 001 Alg. 4) with an exact line search
     (default) or the seed's Armijo backtracking.
@@ -498,8 +522,8 @@ class PrimalNewton(ContactSolver):
         active_f = problem.active[nc:]
         if problem.has_box_or_bilateral:
             worst_f, active_f = _single_criteria(problem, lf, sf, worst_f)
-        return jnp.maximum(jnp.max(jnp.where(problem.active[:nc], worst, 0.0), initial=0.0),
-                           jnp.max(jnp.where(active_f, worst_f, 0.0), initial=0.0))
+        return jnp.maximum(_max_or_zero(jnp.where(problem.active[:nc], worst, 0.0)),
+                           _max_or_zero(jnp.where(active_f, worst_f, 0.0)))
 
     def at_precision_limit(self, problem, state):
         margin = jnp.asarray(self.round_off_margin, state.v.dtype)
