@@ -266,6 +266,7 @@ FEATURE_OF_CLASS = dict(InvalidInertiaError="inertia", InvalidMassError="mass", 
 #: (feature, pattern in the message) for the other classes (``UnsupportedFeatureError``,
 #: ``ModelError``), first match wins
 FEATURES = (
+    ("actuator transmission", "transmission|can be actuated"),
     ("tendons", "tendon"),
     ("equality constraints (incl. URDF mimic)", r"\bequality"),
     ("deformable (flex)", "flex"),
@@ -276,7 +277,6 @@ FEATURES = (
     ("gravity compensation", "gravcomp"),
     ("actuator dynamics", "dyntype|actuator dynamics"),
     ("actuator type", "actuator <"),
-    ("actuator transmission", "transmission|can be actuated"),
     ("actuator gain / bias", "fixed gains|bias is supported"),
     ("stiffness on free/ball joint", "free/ball"),
     ("joint type", "joint .*has type|URDF joint"),
