@@ -152,11 +152,17 @@ def closest_point_on_triangle(p: jax.Array, a: jax.Array, b: jax.Array, c: jax.A
 
 def point_prism_distance(p: jax.Array, prism: jax.Array):
     """Signed distance of the point ``p`` ``(3,)`` to a height-field prism ``(6, 3)`` (top
-    triangle counter-clockwise from above, then its base): ``(distance, normal (3,))`` with
-    ``distance < 0`` inside (minus the distance to the nearest face, whose outward normal is
-    returned) and otherwise the Euclidean distance with the unit direction from the prism's
-    closest point to ``p``. Closed form: the closest point of the prism's eight boundary
-    triangles outside, its five face planes inside."""
+    triangle counter-clockwise from above, then its base): ``(distance, normal (3,))``; outside
+    the prism, the Euclidean distance with the unit direction from the prism's closest point to
+    ``p`` (closed form: the closest point of its eight boundary triangles); inside, minus the
+    depth below the top face, with the top face's normal.
+
+    Inside, MuJoCo C's prism penetration (and EPA's) takes the *nearest* face, which near a cell
+    edge is a wall between two prisms: a wall inside the terrain, along which the two prisms push
+    a buried point towards each other — an infeasible pair of hard contacts (a robot started
+    with its feet in the ground sank through it). The top face is the terrain's surface, so a
+    buried point is pushed out of the ground. (Walls still act from outside: a point beside a
+    higher cell is pushed off it.)"""
     top, base = prism[:3], prism[3:]
     normal_top = jnp.cross(top[1] - top[0], top[2] - top[0])
     normal_top = normal_top / jnp.sqrt(normal_top @ normal_top)
@@ -183,8 +189,9 @@ def point_prism_distance(p: jax.Array, prism: jax.Array):
     best = jnp.argmin(lengths)
     length = lengths[best]
     direction = _safe_divide(offsets[best], length)
-    distance = jnp.where(inside, -to_faces[nearest_face], length)
-    normal = jnp.where(inside | (length == 0), face_normals[nearest_face], direction)
+    depth = to_faces[0]  # below the top face
+    distance = jnp.where(inside, -depth, length)
+    normal = jnp.where(inside, normal_top, jnp.where(length == 0, face_normals[nearest_face], direction))
     return distance, normal
 
 
@@ -205,20 +212,23 @@ def pair_prisms(a: GeomData, b: GeomData, elevation: jax.Array, size: jax.Array,
     return prism_vertices(elevation, size, a.rot.T @ (b.pos - a.pos), window, radius)
 
 
-def select_contacts(distance, point_a, point_b, normal, radius: float) -> Manifold:
+def select_contacts(distance, point_a, point_b, normal, radius: float, keep=None) -> Manifold:
     """The pair's :data:`HFIELD_POINTS`-slot manifold from its per-prism queries (``(P,)``
     signed distances, ``(P, 3)`` witness points and normals from the field to the geom, world):
     the prisms touching (within a tolerance: a resting geom's contacts hover around 0) or the
     closest one, reduced to four spread points; each keeps its own prism's normal. (A separated
     prism within the margin is a constraint no other prism imposes, but the four slots go to the
-    supporting ones.)"""
+    supporting ones.) ``keep`` ``(P,)``: the prisms that may contribute (default all; at least
+    one must be kept)."""
     dtype = distance.dtype
     points = 0.5 * (point_a + point_b)
     scale = jnp.asarray(radius, dtype)
     tol = point_tolerance(scale) + 1e-4 * scale
-    closest = jnp.min(distance)
-    usable = distance <= jnp.maximum(closest, 0.0) + tol
-    first = jnp.argmin(distance)
+    keep = jnp.ones(distance.shape, bool) if keep is None else keep
+    ranked = jnp.where(keep, distance, jnp.finfo(dtype).max)
+    closest = jnp.min(ranked)
+    usable = keep & (distance <= jnp.maximum(closest, 0.0) + tol)
+    first = jnp.argmin(ranked)
     index, valid = reduce_to_four(points, distance, usable, normal[first], tol, first=first)
     return Manifold(distance[index], points[index], normal[index], valid)
 
@@ -232,7 +242,11 @@ def make_hfield_sphere_pair(window: tuple[int, int], radius: float):
     def pair(a: GeomData, b: GeomData, margin, elevation, size) -> Manifold:
         vertices = pair_prisms(a, b, elevation, size, window, radius)
         queries = jax.vmap(lambda v: _sphere_query(v, a.pos, a.rot, b))(vertices)
-        return select_contacts(*queries, radius)
+        # a centre under the surface is inside exactly one prism: that prism alone pushes it out
+        # (up its top face); the neighbours' walls, inside the ground, would push sideways
+        buried = queries[0] + b.size[0] < 0
+        keep = jnp.where(jnp.any(buried), buried, True)
+        return select_contacts(*queries, radius, keep=keep)
 
     return pair
 

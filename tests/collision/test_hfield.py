@@ -48,16 +48,18 @@ def _narrow(model):
     return jax.jit(contacts, compiler_options=FAST_COMPILE)
 
 
-def test_point_prism_distance_equals_gjk_inside_and_outside():
-    """The closed form used for spheres equals the engine's GJK/EPA on the prism as a convex mesh,
-    for points inside (depth to the nearest face) and outside (Euclidean distance), 1e-9."""
+def test_point_prism_distance_outside_equals_gjk_and_inside_is_the_depth_below_the_surface():
+    """The closed form used for spheres: outside a prism it equals the engine's GJK on the prism
+    as a convex mesh (distance and normal, 1e-9); inside, it is minus the depth below the top
+    triangle's plane along its normal (not the nearest wall: walls between prisms are inside the
+    terrain)."""
     rng = np.random.default_rng(0)
     elevation = jnp.asarray(rng.uniform(0.0, 1.0, (3, 3)))
     size = jnp.asarray([0.4, 0.3, 0.25, 0.1])
     prisms = np.asarray(prism_vertices(elevation, size, jnp.zeros(3), (2, 2), 1.0))
     points = rng.uniform([-0.5, -0.4, -0.2], [0.5, 0.4, 0.4], (40, 3))
     closed = jax.jit(jax.vmap(jax.vmap(point_prism_distance, in_axes=(None, 0)), in_axes=(0, None)))
-    distance, normal = closed(jnp.asarray(points), jnp.asarray(prisms))
+    distance, normal = (np.asarray(x) for x in closed(jnp.asarray(points), jnp.asarray(prisms)))
 
     def gjk(point, prism):  # the prism as a 6-vertex convex mesh (as the narrow phase builds it)
         hull = to_shape(GeomData(point, point, jnp.eye(3), point, prism, jnp.ones((6,), bool)), jc.GeomType.MESH)
@@ -67,11 +69,19 @@ def test_point_prism_distance_equals_gjk_inside_and_outside():
 
     reference = jax.jit(jax.vmap(jax.vmap(gjk, in_axes=(None, 0)), in_axes=(0, None)))(
         jnp.asarray(points), jnp.asarray(prisms))
-    np.testing.assert_allclose(np.asarray(distance), np.asarray(reference.signed_distance) + 1e-3, atol=1e-9)
-    away = np.abs(np.asarray(distance)) > 1e-6
-    np.testing.assert_allclose(np.asarray(normal)[away], np.asarray(reference.normal)[away], atol=1e-7)
-    inside = int(np.sum(np.asarray(distance) < 0))
-    assert inside > 5  # both regimes were exercised
+    gjk_distance = np.asarray(reference.signed_distance) + 1e-3
+    outside = gjk_distance > 1e-6
+    np.testing.assert_allclose(distance[outside], gjk_distance[outside], atol=1e-9)
+    np.testing.assert_allclose(normal[outside], np.asarray(reference.normal)[outside], atol=1e-7)
+    inside = gjk_distance < -1e-6
+    top = prisms[:, :3]
+    up = np.cross(top[:, 1] - top[:, 0], top[:, 2] - top[:, 0])
+    up /= np.linalg.norm(up, axis=-1, keepdims=True)
+    below = np.einsum("pk,npk->np", up, top[None, :, 0] - points[:, None])
+    np.testing.assert_allclose(distance[inside], -below[inside], atol=1e-12)
+    np.testing.assert_allclose(normal[inside], np.broadcast_to(up, normal.shape)[inside], atol=1e-12)
+    # some inside points are nearer a wall than the top face: there the two rules differ
+    assert np.sum(inside) > 5 and np.any(np.abs(gjk_distance - distance)[inside] > 1e-3)
 
 
 def _sat_depth(box, prism):
@@ -243,3 +253,28 @@ def test_height_field_bad_input_names_the_file_and_element(tmp_path):
     thin = _write(tmp_path, "thin.xml", _field_xml(1, 4, (1, 1, 0.3, 0.1), np.zeros(4), bodies))
     with pytest.raises((jc.io.InvalidGeometryError, jc.io.ModelError), match="thin.xml"):
         jc.load(thin)
+
+
+def test_feet_started_in_the_ground_are_pushed_out_of_a_height_field(tmp_path):
+    """Three small spheres of one body (a tripod's feet, r = 1.4 cm, as MJX's barkour) start
+    2–3 cm inside a rough field (0.14 m cells, 5 cm bumps), some near cell edges: they come out of
+    the ground (penetration below 0.5 mm after 0.2 s) and the body rests on them without error
+    bits. (With the nearest-wall depth of MuJoCo's prisms, two prisms pushed a buried foot towards
+    each other: the hard problem was infeasible at every step and the robot sank through.)"""
+    rng = np.random.default_rng(5)
+    feet = "".join(f"<geom type='sphere' size='.014' pos='{x} {y} -0.1' friction='1'/>"
+                   for x, y in [(0.21, 0.0), (-0.1, 0.17), (-0.1, -0.17)])
+    path = _write(tmp_path, "rough.xml", _field_xml(
+        30, 30, (2.0, 2.0, 0.05, 0.1), rng.uniform(0, 1, 900),
+        f"<body pos='0.07 0.0 0.08'><freejoint/><geom type='box' size='.15 .15 .03' contype='0' conaffinity='0'/>"
+        f"{feet}</body>", option="timestep='0.002'"))
+    model = jc.load(path)
+    mj = mujoco.MjModel.from_xml_path(str(path))
+    data = mujoco.MjData(mj)
+    mujoco.mj_forward(mj, data)
+    assert min(c.dist for c in data.contact[:data.ncon]) < -0.02  # buried at the start
+    final, trajectory = jax.jit(jc.rollout, compiler_options=FAST_COMPILE)(
+        model, jc.init(model), jnp.zeros((100, 0)))
+    assert int(final.error) == 0
+    assert float(trajectory.contact.penetration[-1]) < 5e-4
+    assert int(np.sum(np.asarray(trajectory.contact.iterations)[20:] >= int(model.options.solver.max_iterations))) == 0
