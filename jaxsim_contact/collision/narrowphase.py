@@ -29,6 +29,10 @@ DESIGN §2 stages 2–3. For every static :class:`~.pairs.PairGroup`:
    larger of the two geoms' sliding coefficients) and a stable integer key
    ``4·(model-wide pair index) + slot`` used to warm-start the solver across steps.
 
+Height fields (:mod:`.hfield`) are always geom a and have one group per (field, other type): the
+culling bound is the box holding the field; sphere groups run their closed form like any pair
+group, the other types' prisms share one GJK/EPA call (:func:`_general_hfield_groups`).
+
 Adding a pair type = one function ``(GeomData a, GeomData b, margin) -> Manifold`` registered in
 ``PAIR_FUNCTIONS`` with its point count (:mod:`.registry`).
 """

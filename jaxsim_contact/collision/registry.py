@@ -36,13 +36,13 @@ def has_closed_form(type_a: GeomType, type_b: GeomType) -> bool:
 
 
 def _needs_field(a, b, margin):
-    raise TypeError("a height-field pair function needs its field: see collision.hfield.make_hfield_pair")
+    raise TypeError("a height-field pair needs its field: collision.hfield.make_hfield_sphere_pair, general_hfield_manifolds")
 
 
 def pair_function(type_a: GeomType, type_b: GeomType):
     """``(function, points_per_pair)`` for the ordered pair ``type_a <= type_b`` (a height field
     is always ``type_a``; its function is built per group with the field's elevations,
-    :func:`~.hfield.make_hfield_pair`)."""
+    :func:`~.hfield.make_hfield_sphere_pair`, :func:`~.hfield.general_hfield_manifolds`)."""
     key = (GeomType(type_a), GeomType(type_b))
     if key[0] == T.HFIELD:
         return _needs_field, HFIELD_POINTS
