@@ -704,14 +704,23 @@ class Model(eqx.Module):
       dof_armature, dof_damping, dof_frictionloss ``(nv,)``; dry friction is a box row of the
       constraint stage for each dof of the static ``frictionloss_dofs`` (those with
       ``frictionloss > 0`` when the model was built; :mod:`jaxsim_contact.constraints.friction_rows`).
-    Actuators (MuJoCo ``general`` with fixed gain, affine bias, joint or tendon transmission):
+    Actuators (MuJoCo ``general`` with fixed gain, affine bias, joint, tendon or site transmission):
       force = (gain[0] + gain[1]·length + gain[2]·velocity)·ctrl
               + bias[0] + bias[1]·length + bias[2]·velocity, with
       length = gear·q_joint and velocity = gear·v_joint (joint), or gear times the tendon's
       length and velocity (tendon); generalised force = gear·force on the joint's dof, or
       gear·force·J_tendon. ``actuator_target`` (static) is the joint or, where
-      ``actuator_on_tendon``, the tendon.
-      actuator_gain ``(nu, 3)``, actuator_bias ``(nu, 3)``, actuator_gear ``(nu,)``,
+      ``actuator_on_tendon``, the tendon, or, where ``actuator_on_site``, the site.
+      Site transmission (MuJoCo ``mjTRN_SITE``), with the full gear ``g = actuator_site_gear``
+      ``(nu, 6)`` (MuJoCo ``actuator_gear``; only read for site actuators): without a reference
+      site (``actuator_refsite`` ``-1``) length 0 and moment ``J_pᵀ R_s g[:3] + J_rᵀ R_s g[3:]``
+      (site Jacobians, site orientation ``R_s``); with one, length
+      ``(R_refᵀ (p_s − p_ref))·g[:3] + subQuat(q_s, q_ref)·g[3:]`` and moment the Jacobian
+      difference site − reference (columns of the dofs moving both zeroed) projected on
+      ``R_ref g`` (as MuJoCo: not exactly the length's derivative); velocity = moment·v,
+      generalised force = moment·force.
+      actuator_gain ``(nu, 3)``, actuator_bias ``(nu, 3)``, actuator_gear ``(nu,)`` (first
+      gear component: joint and tendon transmissions),
       actuator_ctrl_range / actuator_force_range ``(nu, 2)``. Activation dynamics and muscles:
       ``actuator_states`` (:class:`ActuatorStates`); an actuator with dynamics uses its
       activation ``State.act`` in place of ``ctrl``, a muscle's gain / bias replace the affine
@@ -764,6 +773,7 @@ class Model(eqx.Module):
     actuator_gain: jax.Array
     actuator_bias: jax.Array
     actuator_gear: jax.Array
+    actuator_site_gear: jax.Array
     actuator_ctrl_range: jax.Array
     actuator_force_range: jax.Array
 
@@ -825,6 +835,12 @@ class Model(eqx.Module):
     joint_actuator_force_limited: tuple[int, ...] = eqx.field(static=True, default=())
     #: joints whose gravity compensation is an actuator force (MuJoCo ``actuatorgravcomp``)
     joint_actuator_gravcomp: tuple[int, ...] = eqx.field(static=True, default=())
+    #: per actuator: a site transmission (MuJoCo ``mjTRN_SITE``; ``actuator_target`` is then the
+    #: site); empty: none
+    actuator_on_site: tuple[bool, ...] = eqx.field(static=True, default=())
+    #: per actuator: the reference site of a site transmission (MuJoCo ``refsite``), ``-1``
+    #: where none (or not a site transmission); empty: none
+    actuator_refsite: tuple[int, ...] = eqx.field(static=True, default=())
     #: bodies of MuJoCo's inertia-box fluid model (when the model has fluid forces: every body
     #: with mass none of whose geoms has ``fluidshape="ellipsoid"``)
     fluid_bodies: tuple[int, ...] = eqx.field(static=True, default=())

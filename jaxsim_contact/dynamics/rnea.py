@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..math import quat_conj, quat_mul, quat_normalize, safe_norm
+from ..math import quat_conj, quat_mul, quat_normalize, quat_to_matrix, safe_norm
 from ..model import Model
 from ..types import JointType
 from .actuation import actuator_input, clamp_controls, muscle_bias, muscle_gain
@@ -32,7 +32,7 @@ from .tendons import tendon_armature, tendon_forces, tendon_kinematics
 from .._precision import full_precision_matmuls
 
 __all__ = ["bias_forces", "bias_forces_from_kinematics", "passive_forces", "actuator_forces",
-           "actuator_terms",
+           "actuator_terms", "site_transmissions",
            "gravity_compensation"]
 
 
@@ -242,30 +242,41 @@ def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | 
     if model.nu == 0:
         return _clamp_joint_totals(model, out)
     tendon = _tendons_at(model, q, tendon) if any(model.actuator_on_tendon) else tendon
-    _, _, force = actuator_terms(model, q, v, ctrl, tendon, act)
+    site_actuators = _site_actuators(model)
+    site_terms = None
+    if site_actuators.size:
+        if kinematics is None:
+            kinematics = forward_kinematics(model, q)
+            axes = motion_axes(model, kinematics)
+        site_terms = site_transmissions(model, kinematics, axes)
+    _, _, force = actuator_terms(model, q, v, ctrl, tendon, act, site_terms=site_terms)
     on_tendon = np.asarray(model.actuator_on_tendon, dtype=bool)
     target = np.asarray(model.actuator_target, dtype=np.int64)
-    on_joint = np.flatnonzero(~on_tendon)
+    on_joint = np.flatnonzero(~on_tendon & ~_on_site(model))
     tendon_actuators = np.flatnonzero(on_tendon)
     dofs = np.asarray(model.tree.joint_dof_adr, dtype=np.int64)[target[on_joint]]
     gear = model.actuator_gear.astype(dtype)
     out = out.at[dofs].add(gear[on_joint] * force[on_joint])
     if tendon_actuators.size:
         out = out + (gear[tendon_actuators] * force[tendon_actuators]) @ tendon.jacobian[target[tendon_actuators]]
+    if site_actuators.size:
+        out = out + force[site_actuators] @ site_terms[1].astype(dtype)
     return _clamp_joint_totals(model, out)
 
 
 def actuator_terms(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | None, tendon=None,
-                   act: jax.Array | None = None):
+                   act: jax.Array | None = None, kinematics=None, axes=None, site_terms=None):
     """``(length, velocity, force)``, each ``(nu,)``: MuJoCo's ``actuator_length``,
     ``actuator_velocity`` (m or rad, per s) and ``actuator_force`` (N or N·m, after the force
-    range and the tendons' ``actuatorfrcrange``) of every actuator (:func:`actuator_forces`)."""
+    range and the tendons' ``actuatorfrcrange``) of every actuator (:func:`actuator_forces`).
+    ``kinematics``, ``axes`` (at ``q``) or ``site_terms`` (:func:`site_transmissions`): used by
+    site transmissions, computed when omitted."""
     dtype = v.dtype
     ctrl = clamp_controls(model, jnp.asarray(ctrl, dtype))
     actuator_in = actuator_input(model, ctrl, act, model.options.dt.astype(dtype))
     on_tendon = np.asarray(model.actuator_on_tendon, dtype=bool)
     target = np.asarray(model.actuator_target, dtype=np.int64)
-    on_joint = np.flatnonzero(~on_tendon)
+    on_joint = np.flatnonzero(~on_tendon & ~_on_site(model))
     tendon_actuators = np.flatnonzero(on_tendon)
     qpos = np.asarray(model.tree.joint_qpos_adr, dtype=np.int64)[target[on_joint]]
     dofs = np.asarray(model.tree.joint_dof_adr, dtype=np.int64)[target[on_joint]]
@@ -278,6 +289,16 @@ def actuator_terms(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | N
         length = length.at[tendon_actuators].set(tendon.length[driven])
         velocity = velocity.at[tendon_actuators].set(tendon.velocity(v)[driven])
     length, velocity = gear * length, gear * velocity
+    site_actuators = _site_actuators(model)
+    if site_actuators.size:  # the full gear is in the site's length and moment
+        if site_terms is None:
+            if kinematics is None:
+                kinematics = forward_kinematics(model, q)
+                axes = motion_axes(model, kinematics)
+            site_terms = site_transmissions(model, kinematics, axes)
+        site_length, moment = site_terms
+        length = length.at[site_actuators].set(site_length.astype(dtype))
+        velocity = velocity.at[site_actuators].set(moment.astype(dtype) @ v)
     bias = model.actuator_bias.astype(dtype)
     gain = model.actuator_gain.astype(dtype)
     gain = gain[:, 0] + gain[:, 1] * length + gain[:, 2] * velocity
@@ -293,6 +314,91 @@ def actuator_terms(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | N
     if tendon_actuators.size:
         force = _clamp_tendon_totals(model, force, tendon_actuators, target[tendon_actuators])
     return length, velocity, force
+
+
+def _on_site(model: Model) -> np.ndarray:
+    """Static ``(nu,)`` bool: the actuators with a site transmission."""
+    if not model.actuator_on_site:
+        return np.zeros((model.nu,), dtype=bool)
+    return np.asarray(model.actuator_on_site, dtype=bool)
+
+
+def _site_actuators(model: Model) -> np.ndarray:
+    """Static indices of the actuators with a site transmission (MuJoCo ``mjTRN_SITE``)."""
+    return np.flatnonzero(_on_site(model))
+
+
+def _site_frames(model: Model, kin: Kinematics, sites: np.ndarray):
+    """World positions ``(k, 3)`` and rotation matrices ``(k, 3, 3)`` of ``sites`` (static)."""
+    dtype = kin.body_pos.dtype
+    body = np.asarray(model.site_body, dtype=np.int64)[sites]
+    rot = kin.body_rot[body]
+    pos = kin.body_pos[body] + jnp.einsum("kij,kj->ki", rot, model.site_pos.astype(dtype)[sites])
+    return pos, rot @ quat_to_matrix(model.site_quat.astype(dtype)[sites]), body
+
+
+def _site_jacobians(model: Model, axes: jax.Array, body: np.ndarray, point: jax.Array):
+    """Translational and rotational world Jacobians ``(k, 3, nv)`` of points fixed to ``body``
+    (static ``(k,)``; MuJoCo ``mj_jacSite``): a dof moves the point with ``v_O + ω × p``."""
+    moves = jnp.asarray(model.tree.dof_moves_body, dtype=axes.dtype)[body][:, None, :]  # (k, 1, nv)
+    omega, linear = axes[:, :3], axes[:, 3:]
+    point_velocity = linear[None] + jnp.cross(omega[None], point[:, None, :])  # (k, nv, 3)
+    return (jnp.swapaxes(point_velocity, 1, 2) * moves,
+            jnp.broadcast_to(omega.T[None], (body.shape[0], 3, omega.shape[0])) * moves)
+
+
+def site_transmissions(model: Model, kin: Kinematics, axes: jax.Array):
+    """``(length (k,), moment (k, nv))`` of the ``k`` actuators with a site transmission (MuJoCo
+    ``mj_transmission``, ``mjTRN_SITE``), in actuator order; ``kin``, ``axes``: at ``q``.
+
+    With gear ``g`` (6-vector, ``Model.actuator_site_gear``), site position ``p``, orientation
+    ``R`` and Jacobians ``J_p``, ``J_r``: without a reference site the length is 0 and the moment
+    ``J_pᵀ R g[:3] + J_rᵀ R g[3:]`` (a wrench fixed in the site frame). With a reference site
+    (``p_ref``, ``R_ref``): length ``(R_refᵀ (p − p_ref))·g[:3] + subQuat(q, q_ref)·g[3:]`` and
+    moment ``(J_p − J_p,ref)ᵀ R_ref g[:3] + (J_r − J_r,ref)ᵀ R_ref g[3:]`` with the columns of
+    the dofs that move both bodies zeroed. Like MuJoCo, that moment neglects the rotation of the
+    reference frame (it is not exactly the length's gradient). The orientations in ``subQuat``
+    are ``xquat ⊗ site_quat`` of each site's body: what MuJoCo 4.0.0 computes (checked against
+    its ``actuator_length``), not normalised.
+    """
+    dtype = kin.body_pos.dtype
+    actuators = _site_actuators(model)
+    sites = np.asarray(model.actuator_target, dtype=np.int64)[actuators]
+    refsites = np.asarray(model.actuator_refsite, dtype=np.int64)[actuators]
+    gear = model.actuator_site_gear.astype(dtype)[actuators]  # (k, 6)
+    pos, rot, body = _site_frames(model, kin, sites)
+    jac_p, jac_r = _site_jacobians(model, axes, body, pos)
+    has_ref = refsites >= 0
+    if not has_ref.any():
+        wrench_t = jnp.einsum("kij,kj->ki", rot, gear[:, :3])
+        wrench_r = jnp.einsum("kij,kj->ki", rot, gear[:, 3:])
+        moment = (jnp.einsum("ki,kin->kn", wrench_t, jac_p)
+                  + jnp.einsum("ki,kin->kn", wrench_r, jac_r))
+        return jnp.zeros((actuators.size,), dtype), moment
+    # reference frame: the site's own where there is none (those rows use the first branch)
+    ref = np.where(has_ref, refsites, sites)
+    ref_pos, ref_rot, ref_body = _site_frames(model, kin, ref)
+    ref_jac_p, ref_jac_r = _site_jacobians(model, axes, ref_body, ref_pos)
+    moves = np.asarray(model.tree.dof_moves_body, dtype=bool)
+    common = moves[body] & moves[ref_body]  # (k, nv): dofs on the common ancestor chain
+    keep = jnp.asarray(~common, dtype=dtype)[:, None, :]
+    rel_jac_p = (jac_p - ref_jac_p) * keep
+    rel_jac_r = (jac_r - ref_jac_r) * keep
+    has = jnp.asarray(has_ref)
+    frame = jnp.where(has[:, None, None], ref_rot, rot)
+    wrench_t = jnp.einsum("kij,kj->ki", frame, gear[:, :3])
+    wrench_r = jnp.einsum("kij,kj->ki", frame, gear[:, 3:])
+    moment = jnp.where(
+        has[:, None],
+        jnp.einsum("ki,kin->kn", wrench_t, rel_jac_p) + jnp.einsum("ki,kin->kn", wrench_r, rel_jac_r),
+        jnp.einsum("ki,kin->kn", wrench_t, jac_p) + jnp.einsum("ki,kin->kn", wrench_r, jac_r))
+    offset = jnp.einsum("kji,kj->ki", ref_rot, pos - ref_pos)  # R_refᵀ (p − p_ref)
+    site_quat = model.site_quat.astype(dtype)
+    quat = quat_mul(kin.body_quat[body], site_quat[sites])
+    ref_quat = quat_mul(kin.body_quat[ref_body], site_quat[ref])
+    angle = quaternion_difference(quat, ref_quat)
+    length = jnp.sum(offset * gear[:, :3], axis=-1) + jnp.sum(angle * gear[:, 3:], axis=-1)
+    return jnp.where(has, length, 0.0), moment
 
 
 def _with_muscles(model: Model, length, velocity, actuator_in, affine_gain, force):

@@ -136,7 +136,8 @@ def sensors(model: Model, state: State, ctrl: jax.Array | None = None,
     ctrl = jnp.zeros((model.nu,), dtype) if ctrl is None else jnp.asarray(ctrl, dtype)
     actuation = None
     if kinds & {"actuatorpos", "actuatorvel", "actuatorfrc", "tendonactfrc"}:
-        actuation = actuator_terms(model, q, v, ctrl, tendon, state.act)
+        actuation = actuator_terms(model, q, v, ctrl, tendon, state.act,
+                                   kinematics=frames.kin, axes=frames.axes)
     joint_force = None
     if "jointactfrc" in kinds:
         joint_force = actuator_forces(model, q, v, ctrl, tendon, frames.kin, frames.axes, act=state.act)

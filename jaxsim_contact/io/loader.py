@@ -453,6 +453,9 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
     nu = mj.nu
     actuator_target = tuple(int(j) for j in mj.actuator_trnid[:, 0]) if nu else ()
     actuator_on_tendon = tuple(int(t) == int(mujoco.mjtTrn.mjTRN_TENDON) for t in mj.actuator_trntype)
+    actuator_on_site = tuple(int(t) == int(mujoco.mjtTrn.mjTRN_SITE) for t in mj.actuator_trntype)
+    actuator_refsite = tuple(int(mj.actuator_trnid[a, 1]) if actuator_on_site[a] else -1
+                             for a in range(nu))
     meshes = tuple(
         arr(mj.mesh_vert[mj.mesh_vertadr[i]: mj.mesh_vertadr[i] + mj.mesh_vertnum[i]])
         for i in range(mj.nmesh)
@@ -490,6 +493,7 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         actuator_bias=arr(_affine_parameters(mj.actuator_biasprm, mj.actuator_biastype,
                                              int(mujoco.mjtBias.mjBIAS_AFFINE), keep_first=False), (nu, 3)),
         actuator_gear=arr(mj.actuator_gear[:, 0], (nu,)),
+        actuator_site_gear=arr(mj.actuator_gear, (nu, 6)),
         actuator_ctrl_range=arr(mj.actuator_ctrlrange, (nu, 2)),
         actuator_force_range=arr(mj.actuator_forcerange, (nu, 2)),
         geom_size=arr(mj.geom_size, (mj.ngeom, 3)),
@@ -541,6 +545,8 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         gravcomp_bodies=tuple(int(b) for b in np.flatnonzero(np.asarray(mj.body_gravcomp) != 0)),
         rotational_spring_joints=tuple(int(j) for j in range(mj.njnt)
                                        if int(mj.jnt_type[j]) in (0, 1) and mj.jnt_stiffness[j] != 0),
+        actuator_on_site=actuator_on_site if any(actuator_on_site) else (),
+        actuator_refsite=actuator_refsite if any(actuator_on_site) else (),
         joint_actuator_gravcomp=tuple(int(j) for j in np.flatnonzero(np.asarray(mj.jnt_actgravcomp))),
         joint_actuator_force_limited=tuple(int(j) for j in np.flatnonzero(np.asarray(mj.jnt_actfrclimited))),
         fluid_bodies=fluid_bodies,

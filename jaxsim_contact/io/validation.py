@@ -116,7 +116,8 @@ def check_xml(root: ET.Element, path: Path) -> str:
         ):
             raise UnsupportedFeatureError(
                 f"{path}: actuator <{tag} name='{element.get('name', '')}'> is not supported "
-                f"(supported: {sorted(_MJCF_SUPPORTED_ACTUATORS)} on hinge/slide joints)"
+                f"(supported: {sorted(_MJCF_SUPPORTED_ACTUATORS)} on hinge/slide joints, tendons "
+                "and sites; adhesion's body transmission is not)"
             )
     return "mjcf"
 
@@ -301,10 +302,17 @@ def check_compiled(mj, path: Path) -> None:
     for a in range(mj.nu):
         where = f"{path}: {describe('actuator', name(mujoco.mjtObj.mjOBJ_ACTUATOR, a), a)}"
         transmission = int(mj.actuator_trntype[a])
-        if transmission not in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_TENDON)):
+        if transmission not in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_TENDON),
+                                int(mujoco.mjtTrn.mjTRN_SITE)):
             raise UnsupportedFeatureError(
                 f"{where}: transmission {mujoco.mjtTrn(transmission).name} is not supported "
-                "(joint and tendon transmissions are)")
+                "(joint, tendon and site transmissions are; body transmissions, i.e. adhesion "
+                "actuators, are not)")
+        if transmission == int(mujoco.mjtTrn.mjTRN_SITE) and not (
+                0 <= int(mj.actuator_trnid[a, 0]) < mj.nsite and -1 <= int(mj.actuator_trnid[a, 1]) < mj.nsite):
+            raise InvalidActuatorError(
+                f"{where}: site transmission with site {int(mj.actuator_trnid[a, 0])} and "
+                f"reference site {int(mj.actuator_trnid[a, 1])}, which are not sites of the model")
         if (transmission == int(mujoco.mjtTrn.mjTRN_JOINT)
                 and int(mj.jnt_type[mj.actuator_trnid[a, 0]]) not in (2, 3)):
             raise UnsupportedFeatureError(f"{where}: only hinge/slide joints can be actuated")
