@@ -42,7 +42,8 @@ from .actuation import activation_rate, clamp_controls
 from .crba import mass_matrix_from_kinematics
 from .integration import integrate_positions
 from .kinematics import forward_kinematics, motion_axes
-from .rnea import actuator_forces, bias_forces_from_kinematics, passive_forces
+from .rnea import (actuator_forces, bias_forces_from_kinematics, passive_forces,
+                   site_actuator_forces, site_moments_outside_tree_pattern)
 from .tendons import tendon_armature, tendon_kinematics
 
 __all__ = ["smooth_terms", "integrator_matrix", "integrator_matrix_is_symmetric",
@@ -90,8 +91,18 @@ def force_velocity_derivative(model: Model, q, v, ctrl, kin, axes, tendon,
     the activations, held fixed. (MuJoCo's ``mjd_actuator_vel`` multiplies an affine gain's
     velocity term by the *unclamped* control of a stateless actuator; here the clamped one, the
     one the force uses: the two differ only for controls outside ``ctrlrange``.)"""
-    return jax.jacfwd(lambda w: _smooth_force(model, q, w, ctrl, kin, axes, tendon, include_bias,
-                                              act=act))(v)
+    derivative = jax.jacfwd(lambda w: _smooth_force(model, q, w, ctrl, kin, axes, tendon,
+                                                    include_bias, act=act))(v)
+    outside = site_moments_outside_tree_pattern(model)
+    if outside is not None:
+        # MuJoCo adds a site actuator's momentᵀ·(∂force/∂velocity)·moment into qDeriv's sparse
+        # pattern (dofs in an ancestor-descendant relation): the entries between two branches
+        # or two trees, where a reference site on another branch puts them, are dropped
+        # (measured against mj_step of MuJoCo 4.0.0)
+        site_part = jax.jacfwd(lambda w: site_actuator_forces(model, q, w, ctrl, tendon, kin, axes,
+                                                              act=act))(v)
+        derivative = derivative - jnp.where(jnp.asarray(outside), site_part, 0.0)
+    return derivative
 
 
 def smooth_terms(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array, act):
