@@ -30,9 +30,10 @@ import numpy as np
 
 from ..collision.narrowphase import KEY_STRIDE
 from ..collision.pairs import collision_structure
-from ..math import cross, quat_conj, quat_mul, quat_rotate, safe_norm
+from ..math import quat_conj, quat_mul, quat_rotate, safe_norm
 from ..model import EqualityKind, Model, Options
 from .friction_rows import friction_slots
+from .jacobian import point_jacobian, rotation_jacobian, site_frames
 from .limit_rows import limited_joints
 from .rows import RowBlock, RowKind
 from .tendon_limit_rows import limited_tendons
@@ -81,25 +82,7 @@ def _object_frames(model: Model, kin, objects: np.ndarray, on_sites: bool):
     """World position ``(k, 3)``, orientation ``(k, 4)`` and body ``(k,)`` of bodies or sites."""
     if not on_sites:
         return kin.body_pos[objects], kin.body_quat[objects], objects
-    body = np.asarray(model.site_body, dtype=np.int64)[objects]
-    body_quat = kin.body_quat[body]
-    pos = kin.body_pos[body] + quat_rotate(body_quat, model.site_pos[objects])
-    return pos, quat_mul(body_quat, model.site_quat[objects]), body
-
-
-def _translation_jacobian(model: Model, axes, body: np.ndarray, point) -> jax.Array:
-    """``(k, 3, nv)``: ``J_body(point)``, the world velocity of a point fixed to ``body``."""
-    moves = jnp.asarray(model.tree.dof_moves_body, dtype=axes.dtype)[body]  # (k, nv)
-    # v_d(p) = v_O,d + ω_d × p = v_O,d − p × ω_d
-    omega, linear = axes[:, :3], axes[:, 3:]
-    point_velocity = linear[None] + cross(omega[None], point[:, None, :])  # (k, nv, 3)
-    return jnp.swapaxes(point_velocity, 1, 2) * moves[:, None, :]
-
-
-def _rotation_jacobian(model: Model, axes, body: np.ndarray) -> jax.Array:
-    """``(k, 3, nv)`` world angular-velocity Jacobian of ``body``."""
-    moves = jnp.asarray(model.tree.dof_moves_body, dtype=axes.dtype)[body]
-    return axes[:, :3].T[None] * moves[:, None, :]
+    return site_frames(model, kin, objects)
 
 
 def _left_matrix(q):
@@ -126,8 +109,8 @@ def _point_pair(model, kin, axes, index, first_local, second_local, on_sites):
     pos2, quat2, body2 = _object_frames(model, kin, obj2, on_sites)
     point1 = pos1 + quat_rotate(quat1, first_local)
     point2 = pos2 + quat_rotate(quat2, second_local)
-    jacobian = (_translation_jacobian(model, axes, body1, point1)
-                - _translation_jacobian(model, axes, body2, point2))
+    jacobian = (point_jacobian(model, axes, body1, point1)
+                - point_jacobian(model, axes, body2, point2))
     return point1 - point2, jacobian, (quat1, quat2, body1, body2)
 
 
@@ -153,10 +136,10 @@ def _weld(model, kin, axes, index, on_sites):
     rotation_error = quat_mul(quat_conj(quat2), target)[:, 1:] * scale[:, None]
     # column by column: ½ s Im(q2⁻¹ ⊗ (0, w) ⊗ q1 ⊗ q_rel), linear in w
     operator = (_left_matrix(quat_conj(quat2)) @ _right_matrix(target))[:, 1:, 1:]
-    angular = (_rotation_jacobian(model, axes, body1) - _rotation_jacobian(model, axes, body2))
-    rotation_jacobian = 0.5 * scale[:, None, None] * (operator @ angular)
+    angular = (rotation_jacobian(model, axes, body1) - rotation_jacobian(model, axes, body2))
+    orientation_rows = 0.5 * scale[:, None, None] * (operator @ angular)
     errors = jnp.stack([error, rotation_error], axis=1)  # (k, 2, 3)
-    return errors, jnp.stack([jacobian, rotation_jacobian], axis=1)
+    return errors, jnp.stack([jacobian, orientation_rows], axis=1)
 
 
 def _polynomial(coefficients, x):

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from ..math import cross
+from ..math import cross, quat_mul, quat_rotate
 from ..model import Model
 
-__all__ = ["contact_jacobians"]
+__all__ = ["contact_jacobians", "point_jacobian", "rotation_jacobian", "site_frames"]
 
 
 def contact_jacobians(model: Model, axes, body_a, body_b, point, frame) -> jax.Array:
@@ -36,3 +37,30 @@ def contact_jacobians(model: Model, axes, body_a, body_b, point, frame) -> jax.A
     lever = cross(point[:, None, :], frame)  # (nc, 3, 3): p × F_r
     coefficients = jnp.concatenate([lever, frame], axis=-1)  # (nc, 3, 6), like axes' [ω; v_O]
     return jnp.einsum("crk,dk->crd", coefficients, axes) * relative[:, None, :]
+
+
+def point_jacobian(model: Model, axes, body: np.ndarray, point) -> jax.Array:
+    """``(k, 3, nv)``: ``J_body(point)``, the world velocity of points ``(k, 3)`` fixed to
+    ``body`` (static ``(k,)``; MuJoCo ``mj_jac``'s translational part)."""
+    moves = jnp.asarray(model.tree.dof_moves_body, dtype=axes.dtype)[body]  # (k, nv)
+    # v_d(p) = v_O,d + ω_d × p
+    omega, linear = axes[:, :3], axes[:, 3:]
+    point_velocity = linear[None] + cross(omega[None], point[:, None, :])  # (k, nv, 3)
+    return jnp.swapaxes(point_velocity, 1, 2) * moves[:, None, :]
+
+
+def rotation_jacobian(model: Model, axes, body: np.ndarray) -> jax.Array:
+    """``(k, 3, nv)`` world angular-velocity Jacobian of ``body`` (static ``(k,)``)."""
+    moves = jnp.asarray(model.tree.dof_moves_body, dtype=axes.dtype)[body]
+    return axes[:, :3].T[None] * moves[:, None, :]
+
+
+def site_frames(model: Model, kin, sites: np.ndarray):
+    """World position ``(k, 3)`` (MuJoCo ``site_xpos``), orientation ``(k, 4)`` (body quaternion
+    ⊗ site quaternion, not renormalised) and body ``(k,)`` of the static ``sites``; ``kin``: the
+    forward kinematics (``body_pos``, ``body_quat``)."""
+    dtype = kin.body_pos.dtype
+    body = np.asarray(model.site_body, dtype=np.int64)[sites]
+    body_quat = kin.body_quat[body]
+    pos = kin.body_pos[body] + quat_rotate(body_quat, model.site_pos.astype(dtype)[sites])
+    return pos, quat_mul(body_quat, model.site_quat.astype(dtype)[sites]), body

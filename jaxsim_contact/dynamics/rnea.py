@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..constraints.jacobian import point_jacobian, rotation_jacobian, site_frames
 from ..math import quat_conj, quat_mul, quat_normalize, quat_to_matrix, safe_norm
 from ..model import Model
 from ..types import JointType
@@ -329,25 +330,6 @@ def _site_actuators(model: Model) -> np.ndarray:
     return np.flatnonzero(_on_site(model))
 
 
-def _site_frames(model: Model, kin: Kinematics, sites: np.ndarray):
-    """World positions ``(k, 3)`` and rotation matrices ``(k, 3, 3)`` of ``sites`` (static)."""
-    dtype = kin.body_pos.dtype
-    body = np.asarray(model.site_body, dtype=np.int64)[sites]
-    rot = kin.body_rot[body]
-    pos = kin.body_pos[body] + jnp.einsum("kij,kj->ki", rot, model.site_pos.astype(dtype)[sites])
-    return pos, rot @ quat_to_matrix(model.site_quat.astype(dtype)[sites]), body
-
-
-def _site_jacobians(model: Model, axes: jax.Array, body: np.ndarray, point: jax.Array):
-    """Translational and rotational world Jacobians ``(k, 3, nv)`` of points fixed to ``body``
-    (static ``(k,)``; MuJoCo ``mj_jacSite``): a dof moves the point with ``v_O + ω × p``."""
-    moves = jnp.asarray(model.tree.dof_moves_body, dtype=axes.dtype)[body][:, None, :]  # (k, 1, nv)
-    omega, linear = axes[:, :3], axes[:, 3:]
-    point_velocity = linear[None] + jnp.cross(omega[None], point[:, None, :])  # (k, nv, 3)
-    return (jnp.swapaxes(point_velocity, 1, 2) * moves,
-            jnp.broadcast_to(omega.T[None], (body.shape[0], 3, omega.shape[0])) * moves)
-
-
 def site_transmissions(model: Model, kin: Kinematics, axes: jax.Array):
     """``(length (k,), moment (k, nv))`` of the ``k`` actuators with a site transmission (MuJoCo
     ``mj_transmission``, ``mjTRN_SITE``), in actuator order; ``kin``, ``axes``: at ``q``.
@@ -367,36 +349,24 @@ def site_transmissions(model: Model, kin: Kinematics, axes: jax.Array):
     sites = np.asarray(model.actuator_target, dtype=np.int64)[actuators]
     refsites = np.asarray(model.actuator_refsite, dtype=np.int64)[actuators]
     gear = model.actuator_site_gear.astype(dtype)[actuators]  # (k, 6)
-    pos, rot, body = _site_frames(model, kin, sites)
-    jac_p, jac_r = _site_jacobians(model, axes, body, pos)
-    has_ref = refsites >= 0
-    if not has_ref.any():
-        wrench_t = jnp.einsum("kij,kj->ki", rot, gear[:, :3])
-        wrench_r = jnp.einsum("kij,kj->ki", rot, gear[:, 3:])
-        moment = (jnp.einsum("ki,kin->kn", wrench_t, jac_p)
-                  + jnp.einsum("ki,kin->kn", wrench_r, jac_r))
-        return jnp.zeros((actuators.size,), dtype), moment
-    # reference frame: the site's own where there is none (those rows use the first branch)
-    ref = np.where(has_ref, refsites, sites)
-    ref_pos, ref_rot, ref_body = _site_frames(model, kin, ref)
-    ref_jac_p, ref_jac_r = _site_jacobians(model, axes, ref_body, ref_pos)
+    pos, quat, body = site_frames(model, kin, sites)
+    # the site itself stands for a missing reference site (its own frame then); those rows keep
+    # the plain moment: no reference Jacobian subtracted, no column cleared
+    has = jnp.asarray(refsites >= 0)
+    ref = np.where(refsites >= 0, refsites, sites)
+    ref_pos, ref_quat, ref_body = site_frames(model, kin, ref)
     moves = np.asarray(model.tree.dof_moves_body, dtype=bool)
-    common = moves[body] & moves[ref_body]  # (k, nv): dofs on the common ancestor chain
+    common = moves[body] & moves[ref_body] & (refsites >= 0)[:, None]  # dofs moving both bodies
     keep = jnp.asarray(~common, dtype=dtype)[:, None, :]
-    rel_jac_p = (jac_p - ref_jac_p) * keep
-    rel_jac_r = (jac_r - ref_jac_r) * keep
-    has = jnp.asarray(has_ref)
-    frame = jnp.where(has[:, None, None], ref_rot, rot)
-    wrench_t = jnp.einsum("kij,kj->ki", frame, gear[:, :3])
-    wrench_r = jnp.einsum("kij,kj->ki", frame, gear[:, 3:])
-    moment = jnp.where(
-        has[:, None],
-        jnp.einsum("ki,kin->kn", wrench_t, rel_jac_p) + jnp.einsum("ki,kin->kn", wrench_r, rel_jac_r),
-        jnp.einsum("ki,kin->kn", wrench_t, jac_p) + jnp.einsum("ki,kin->kn", wrench_r, jac_r))
+    with_ref = has.astype(dtype)[:, None, None]
+    rel_jac_p = (point_jacobian(model, axes, body, pos)
+                 - with_ref * point_jacobian(model, axes, ref_body, ref_pos)) * keep
+    rel_jac_r = (rotation_jacobian(model, axes, body) - with_ref * rotation_jacobian(model, axes, ref_body)) * keep
+    ref_rot = quat_to_matrix(ref_quat)
+    wrench_t = jnp.einsum("kij,kj->ki", ref_rot, gear[:, :3])
+    wrench_r = jnp.einsum("kij,kj->ki", ref_rot, gear[:, 3:])
+    moment = jnp.einsum("ki,kin->kn", wrench_t, rel_jac_p) + jnp.einsum("ki,kin->kn", wrench_r, rel_jac_r)
     offset = jnp.einsum("kji,kj->ki", ref_rot, pos - ref_pos)  # R_refᵀ (p − p_ref)
-    site_quat = model.site_quat.astype(dtype)
-    quat = quat_mul(kin.body_quat[body], site_quat[sites])
-    ref_quat = quat_mul(kin.body_quat[ref_body], site_quat[ref])
     angle = quaternion_difference(quat, ref_quat)
     length = jnp.sum(offset * gear[:, :3], axis=-1) + jnp.sum(angle * gear[:, 3:], axis=-1)
     return jnp.where(has, length, 0.0), moment
