@@ -28,7 +28,7 @@ from ..model import Model
 from ..types import GeomType
 from .structure import CollisionStructure
 
-__all__ = ["GeomData", "geom_world_frames", "gather_geoms", "to_shape", "bounding_sphere"]
+__all__ = ["GeomData", "geom_world_frames", "gather_geoms", "to_shape", "hull_shape", "bounding_sphere"]
 
 
 class GeomData(eqx.Module):
@@ -108,20 +108,24 @@ def to_shape(geom: GeomData, geom_type: GeomType):
     if geom_type == GeomType.PLANE:
         return Plane()
     if geom_type == GeomType.MESH:
-        verts, mask = geom.vertices, geom.vertex_mask
-        count = jnp.maximum(jnp.sum(mask), 1)
-        center = jnp.sum(jnp.where(mask[:, None], verts, 0.0), axis=0) / count
-        nvert = verts.shape[0]
-        # Only the support function is used by GJK/EPA; adjacency and faces are not needed here.
-        return ConvexMesh(
-            vertices=verts,
-            vertex_mask=mask,
-            neighbors=jnp.zeros((nvert, 1), jnp.int32),
-            faces=jnp.zeros((1, 3), jnp.int32),
-            face_mask=jnp.zeros((1,), bool),
-            center_local=center,
-        )
+        return hull_shape(geom.vertices, geom.vertex_mask)
     raise NotImplementedError(f"no collision shape for geom type {geom_type!r}")
+
+
+def hull_shape(vertices: jax.Array, vertex_mask: jax.Array) -> ConvexMesh:
+    """The convex hull of ``vertices`` ``(V, 3)`` (those of ``vertex_mask`` ``(V,)``; traced
+    values) as a :class:`~jaxsim_contact.geometry.ConvexMesh` for GJK/EPA: only its support
+    function is used, so adjacency and faces are left empty."""
+    count = jnp.maximum(jnp.sum(vertex_mask), 1)
+    center = jnp.sum(jnp.where(vertex_mask[:, None], vertices, 0.0), axis=0) / count
+    return ConvexMesh(
+        vertices=vertices,
+        vertex_mask=vertex_mask,
+        neighbors=jnp.zeros((vertices.shape[0], 1), jnp.int32),
+        faces=jnp.zeros((1, 3), jnp.int32),
+        face_mask=jnp.zeros((1,), bool),
+        center_local=center,
+    )
 
 
 def bounding_sphere(geom: GeomData, geom_type: GeomType) -> tuple[jax.Array, jax.Array]:

@@ -34,13 +34,13 @@ import numpy as np
 
 from ..math import Transform
 from ..types import GeomType
-from .geoms import GeomData, to_shape
+from .geoms import GeomData, bounding_sphere, hull_shape
 from .generic import generic_query
 from .manifold import Manifold, reduce_to_four
 from .mixed import mixed_shapes
 from .primitives import point_tolerance
 
-__all__ = ["HFIELD_POINTS", "window_cells", "host_bounding_radius", "prism_vertices",
+__all__ = ["HFIELD_POINTS", "window_cells", "bounding_radius", "prism_vertices",
            "closest_point_on_triangle", "point_prism_distance", "pair_prisms", "select_contacts",
            "make_hfield_sphere_pair", "general_hfield_manifolds", "field_box_bound"]
 
@@ -48,23 +48,14 @@ __all__ = ["HFIELD_POINTS", "window_cells", "host_bounding_radius", "prism_verti
 HFIELD_POINTS = 4
 
 
-def host_bounding_radius(geom_type: GeomType, size, vertices=None) -> float:
-    """Radius (m) of a ball about the geom frame's origin containing the geom (host side, MuJoCo's
-    ``geom_rbound``); ``vertices`` ``(V, 3)`` for meshes."""
-    size = np.asarray(size, np.float64)
-    if geom_type == GeomType.SPHERE:
-        return float(size[0])
-    if geom_type == GeomType.CAPSULE:
-        return float(size[0] + size[1])
-    if geom_type == GeomType.ELLIPSOID:
-        return float(np.max(size))
-    if geom_type == GeomType.CYLINDER:
-        return float(np.hypot(size[0], size[1]))
-    if geom_type == GeomType.BOX:
-        return float(np.linalg.norm(size))
-    if geom_type == GeomType.MESH:
-        return float(np.max(np.linalg.norm(np.asarray(vertices, np.float64), axis=-1), initial=0.0))
-    raise ValueError(f"no bounding radius for a {geom_type.name} geom against a height field")
+def bounding_radius(geom_type: GeomType, size, hull_vertices=None) -> float:
+    """Host side: radius (m) of the geom's bounding sphere (:func:`~.geoms.bounding_sphere`, about
+    which a pair's window is centred) from its MuJoCo ``size`` and, for a mesh, its hull vertices
+    ``(V, 3)``."""
+    vertices = np.zeros((1, 3)) if hull_vertices is None else np.asarray(hull_vertices, np.float64)
+    geom = GeomData(np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]), np.eye(3), np.asarray(size, np.float64),
+                    vertices, np.ones(vertices.shape[0], bool))
+    return float(bounding_sphere(geom, geom_type)[1])
 
 
 def window_cells(shape: tuple[int, int], size, radius: float) -> tuple[int, int]:
@@ -205,11 +196,12 @@ def _sphere_query(prism, pos_a, rot_a, b: GeomData):
     return core - b.size[0], point_a, b.pos - b.size[0] * normal, normal
 
 
-def pair_prisms(a: GeomData, b: GeomData, elevation: jax.Array, size: jax.Array,
+def pair_prisms(a: GeomData, b: GeomData, type_b: GeomType, elevation: jax.Array, size: jax.Array,
                 window: tuple[int, int], radius: float) -> jax.Array:
     """Prism vertices ``(2 · rows · cols, 6, 3)`` (field frame) of the window of the height field
-    ``a`` around geom ``b`` (:func:`prism_vertices` about b's origin)."""
-    return prism_vertices(elevation, size, a.rot.T @ (b.pos - a.pos), window, radius)
+    ``a`` around geom ``b`` (:func:`prism_vertices` about the centre of b's bounding sphere)."""
+    center = bounding_sphere(b, type_b)[0]
+    return prism_vertices(elevation, size, a.rot.T @ (center - a.pos), window, radius)
 
 
 def select_contacts(distance, point_a, point_b, normal, radius: float, keep=None) -> Manifold:
@@ -240,7 +232,7 @@ def make_hfield_sphere_pair(window: tuple[int, int], radius: float):
     largest bounding radius of the group's spheres) from :func:`window_cells`."""
 
     def pair(a: GeomData, b: GeomData, margin, elevation, size) -> Manifold:
-        vertices = pair_prisms(a, b, elevation, size, window, radius)
+        vertices = pair_prisms(a, b, GeomType.SPHERE, elevation, size, window, radius)
         queries = jax.vmap(lambda v: _sphere_query(v, a.pos, a.rot, b))(vertices)
         # a centre under the surface is inside exactly one prism: that prism alone pushes it out
         # (up its top face); the neighbours' walls, inside the ground, would push sideways
@@ -265,13 +257,12 @@ def general_hfield_manifolds(groups, culled, fields) -> list:
     width = max(c.geoms_b.vertices.shape[-2] for c in culled)
     lanes, counts = [], []
     for group, c, (elevation, size) in zip(groups, culled, fields):
-        vertices = jax.vmap(lambda a, b, g=group, e=elevation, s=size: pair_prisms(a, b, e, s, g.window, g.radius))(
-            c.geoms_a, c.geoms_b)  # (pairs, Q, 6, 3)
+        vertices = jax.vmap(lambda a, b, g=group, e=elevation, s=size: pair_prisms(
+            a, b, g.type_b, e, s, g.window, g.radius))(c.geoms_a, c.geoms_b)  # (pairs, Q, 6, 3)
         pairs, queries = vertices.shape[:2]
         per_query = lambda x: jnp.repeat(x, queries, axis=0)  # noqa: E731  (pairs, ...) -> (pairs Q, ...)
         flat = vertices.reshape((pairs * queries, 6, 3))
-        prisms = jax.vmap(lambda v: to_shape(GeomData(v[0], v[0], v, v[0], v, jnp.ones((6,), bool)),
-                                             GeomType.MESH))(flat)
+        prisms = jax.vmap(lambda v: hull_shape(v, jnp.ones((6,), bool)))(flat)
         shape_b = jax.tree_util.tree_map(per_query, mixed_shapes(c.geoms_b, group.type_b, members, width))
         lanes.append((prisms, Transform(per_query(c.geoms_a.pos), per_query(c.geoms_a.quat)),
                       shape_b, Transform(per_query(c.geoms_b.pos), per_query(c.geoms_b.quat))))

@@ -53,7 +53,7 @@ from .geoms import GeomData, bounding_sphere, gather_geoms, geom_world_frames
 from .hfield import HFIELD_POINTS, field_box_bound, general_hfield_manifolds, make_hfield_sphere_pair
 from .manifold import Manifold
 from .mixed import mergeable, mixed_shapes
-from .registry import has_closed_form, pair_function
+from .registry import has_closed_form, pair_function, points_per_pair
 from .structure import CollisionStructure, HFieldPairGroup, PairGroup
 
 __all__ = ["Candidates", "narrow_phase", "far_candidates", "any_pair_near", "max_candidates", "KEY_STRIDE"]
@@ -64,7 +64,7 @@ KEY_STRIDE = 4
 
 def max_candidates(structure: CollisionStructure) -> int:
     """Static number of candidate contact points produced per step."""
-    return sum(g.narrow_budget * pair_function(g.type_a, g.type_b)[1] for g in structure.groups)
+    return sum(g.narrow_budget * points_per_pair(g.type_a, g.type_b) for g in structure.groups)
 
 
 class Candidates(eqx.Module):
@@ -131,7 +131,7 @@ def _pair_manifolds(fn, model: Model, structure: CollisionStructure, frames, gro
     closed = has_closed_form(group.type_a, group.type_b)
     buckets = width_buckets(model, structure, group) if has_mesh and closed else []
     # shapes only: the far branch's zeros (the bound's values are taken in _candidates)
-    points = pair_function(group.type_a, group.type_b)[1]
+    points = points_per_pair(group.type_a, group.type_b)
     like = jax.eval_shape(lambda: culled.bound(points))
     if group.narrow_budget < group.num_pairs or len(buckets) < 2:
         return _when_near(culled.near, lambda: jax.vmap(fn)(culled.geoms_a, culled.geoms_b, culled.pair_margin),
@@ -277,7 +277,7 @@ def _group_manifolds(model: Model, structure: CollisionStructure, frames, group:
 
 def _candidates(model: Model, group: PairGroup, culled: _Culled, manifold) -> dict:
     """The group's candidate arrays from its manifolds ``(budget, K)``."""
-    points = pair_function(group.type_a, group.type_b)[1]
+    points = points_per_pair(group.type_a, group.type_b)
     dtype = culled.geoms_a.pos.dtype
     ia, ib = np.asarray(group.geom_a), np.asarray(group.geom_b)
     pair_index = culled.pair_index
@@ -381,7 +381,7 @@ def narrow_phase(model: Model, structure: CollisionStructure, body_pos: jax.Arra
             found = _when_near(
                 jnp.concatenate([culled[i].near for i in merged]),
                 lambda: _merged_generic_manifolds(groups, [culled[i] for i in merged]),
-                [jax.eval_shape(lambda c=culled[i], k=pair_function(g.type_a, g.type_b)[1]: c.bound(k))
+                [jax.eval_shape(lambda c=culled[i], k=points_per_pair(g.type_a, g.type_b): c.bound(k))
                  for i, g in zip(merged, groups)])
         manifolds.update(zip(merged, found))
     fields = _general_hfield_groups(structure)
@@ -410,7 +410,7 @@ def far_candidates(model: Model, structure: CollisionStructure, body_pos: jax.Ar
     margin = margin.astype(body_pos.dtype)
     frames = geom_world_frames(model, body_pos, body_quat)
     culled = [_cull(model, structure, frames, g, margin) for g in structure.groups]
-    manifolds = {i: c.bound(pair_function(g.type_a, g.type_b)[1])
+    manifolds = {i: c.bound(points_per_pair(g.type_a, g.type_b))
                  for i, (g, c) in enumerate(zip(structure.groups, culled))}
     return _all_candidates(model, structure, culled, manifolds, body_pos.dtype)
 

@@ -34,7 +34,7 @@ import functools
 import numpy as np
 
 from ..types import GeomType
-from .hfield import host_bounding_radius, window_cells
+from .hfield import bounding_radius, window_cells
 from .registry import has_closed_form
 from .structure import DEFAULT_GENERIC_PAIR_BUDGET, CollisionStructure, HFieldPairGroup, PairGroup
 
@@ -145,13 +145,23 @@ def build_collision_structure(
         field = int(geom_hfield[a_]) if ta == GeomType.HFIELD else -1
         by_types.setdefault((ta, tb, field), []).append((a_, b_))
 
+    hulls = []
+    for verts in mesh_vertices:
+        try:
+            concrete = np.asarray(verts)
+        except Exception:  # traced vertices: no host-side hull
+            concrete = None
+        hulls.append(_hull_indices(concrete) if concrete is not None else tuple(range(verts.shape[0])))
+
     groups, offset = [], 0
     for (ta, tb, field), pairs in sorted(by_types.items()):
         geom_a, geom_b = tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
         if ta == GeomType.HFIELD:
-            radius = max(host_bounding_radius(tb, geom_size[g], mesh_vertices[geom_mesh[g]]
-                                              if tb == GeomType.MESH else None)
-                         + float(geom_margin[g]) + float(geom_margin[h])
+            def hull(g):
+                mesh = geom_mesh[g]
+                return np.asarray(mesh_vertices[mesh])[list(hulls[mesh])] if tb == GeomType.MESH else None
+
+            radius = max(bounding_radius(tb, geom_size[g], hull(g)) + float(geom_margin[g]) + float(geom_margin[h])
                          for h, g in pairs)
             window = window_cells(tuple(hfield_shape[field]), hfield_size[field], radius)
             groups.append(HFieldPairGroup(ta, tb, geom_a, geom_b, len(pairs), offset, field, window, radius))
@@ -160,13 +170,6 @@ def build_collision_structure(
             groups.append(PairGroup(ta, tb, geom_a, geom_b, budget, offset))
         offset += len(pairs)
 
-    hulls = []
-    for verts in mesh_vertices:
-        try:
-            concrete = np.asarray(verts)
-        except Exception:  # traced vertices: no host-side hull
-            concrete = None
-        hulls.append(_hull_indices(concrete) if concrete is not None else tuple(range(verts.shape[0])))
     return CollisionStructure(groups=tuple(groups), mesh_hull=tuple(hulls))
 
 

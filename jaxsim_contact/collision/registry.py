@@ -14,7 +14,7 @@ from .box_box import box_box
 from .generic import make_generic_pair
 from .hfield import HFIELD_POINTS
 
-__all__ = ["PAIR_FUNCTIONS", "has_closed_form", "pair_function"]
+__all__ = ["PAIR_FUNCTIONS", "has_closed_form", "pair_function", "points_per_pair"]
 
 T = GeomType
 #: (type_a, type_b) with type_a <= type_b  ->  (pair function, points per pair)
@@ -35,17 +35,21 @@ def has_closed_form(type_a: GeomType, type_b: GeomType) -> bool:
     return (GeomType(type_a), GeomType(type_b)) in PAIR_FUNCTIONS
 
 
-def _needs_field(a, b, margin):
-    raise TypeError("a height-field pair needs its field: collision.hfield.make_hfield_sphere_pair, general_hfield_manifolds")
-
-
 def pair_function(type_a: GeomType, type_b: GeomType):
-    """``(function, points_per_pair)`` for the ordered pair ``type_a <= type_b`` (a height field
-    is always ``type_a``; its function is built per group with the field's elevations,
-    :func:`~.hfield.make_hfield_sphere_pair`, :func:`~.hfield.general_hfield_manifolds`)."""
+    """``(function, points_per_pair)`` for the ordered pair ``type_a <= type_b``. Height-field
+    pairs have no function of their own: theirs is built per group with the field's elevations
+    (:func:`~.hfield.make_hfield_sphere_pair`, :func:`~.hfield.general_hfield_manifolds`)."""
     key = (GeomType(type_a), GeomType(type_b))
     if key[0] == T.HFIELD:
-        return _needs_field, HFIELD_POINTS
+        raise ValueError("a height-field pair is built with its field's elevations: "
+                         "collision.hfield.make_hfield_sphere_pair / general_hfield_manifolds")
     if key in PAIR_FUNCTIONS:
         return PAIR_FUNCTIONS[key]
     return make_generic_pair(*key)
+
+
+def points_per_pair(type_a: GeomType, type_b: GeomType) -> int:
+    """Contact slots of a pair of the ordered types (the narrow phase's static count)."""
+    if GeomType(type_a) == T.HFIELD:
+        return HFIELD_POINTS
+    return pair_function(type_a, type_b)[1]

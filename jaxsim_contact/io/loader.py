@@ -467,6 +467,8 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         for signature in np.asarray(mj.exclude_signature, dtype=np.int64)
     )
     contact_pairs = _explicit_contact_pairs(mj, source)
+    geom_mesh = _geom_data_index(mj, mujoco.mjtGeom.mjGEOM_MESH)
+    geom_hfield = _geom_data_index(mj, mujoco.mjtGeom.mjGEOM_HFIELD)
     fluid_bodies, fluid_geoms = _fluid_structure(mj)
 
     return Model(
@@ -533,8 +535,8 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         geom_body=tuple(int(b) for b in mj.geom_bodyid),
         geom_contype=tuple(int(c) for c in mj.geom_contype),
         geom_conaffinity=tuple(int(c) for c in mj.geom_conaffinity),
-        geom_mesh=_geom_data_index(mj, mujoco.mjtGeom.mjGEOM_MESH),
-        geom_hfield=_geom_data_index(mj, mujoco.mjtGeom.mjGEOM_HFIELD),
+        geom_mesh=geom_mesh,
+        geom_hfield=geom_hfield,
         hfield_names=names(mujoco.mjtObj.mjOBJ_HFIELD, mj.nhfield),
         site_body=tuple(int(b) for b in mj.site_bodyid),
         site_names=names(mujoco.mjtObj.mjOBJ_SITE, mj.nsite),
@@ -561,11 +563,11 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
             exclude_body_pairs=exclude_pairs,
             contact_geom_pairs=contact_pairs,
             mesh_vertices=tuple(np.asarray(v) for v in meshes),
-            geom_hfield=_geom_data_index(mj, mujoco.mjtGeom.mjGEOM_HFIELD),
+            geom_hfield=geom_hfield,
             hfield_size=np.asarray(mj.hfield_size, np.float64).reshape(mj.nhfield, 4),
             hfield_shape=tuple((int(mj.hfield_nrow[h]), int(mj.hfield_ncol[h])) for h in range(mj.nhfield)),
             geom_size=np.asarray(mj.geom_size, np.float64),
-            geom_mesh=_geom_data_index(mj, mujoco.mjtGeom.mjGEOM_MESH),
+            geom_mesh=geom_mesh,
             geom_margin=np.asarray(mj.geom_margin, np.float64),
         ),
     ).astype(dtype)  # default option objects (solver tolerances, ...) follow the model dtype

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import jaxsim_contact as jc
-from jaxsim_contact.collision.geoms import GeomData, to_shape
+from jaxsim_contact.collision.geoms import hull_shape
 from jaxsim_contact.collision.hfield import point_prism_distance, prism_vertices
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dynamics"))
@@ -62,7 +62,7 @@ def test_point_prism_distance_outside_equals_gjk_and_inside_is_the_depth_below_t
     distance, normal = (np.asarray(x) for x in closed(jnp.asarray(points), jnp.asarray(prisms)))
 
     def gjk(point, prism):  # the prism as a 6-vertex convex mesh (as the narrow phase builds it)
-        hull = to_shape(GeomData(point, point, jnp.eye(3), point, prism, jnp.ones((6,), bool)), jc.GeomType.MESH)
+        hull = hull_shape(prism, jnp.ones((6,), bool))
         return jc.collision.distance(hull, jc.math.Transform.identity(jnp.float64),
                                      jc.geometry.Sphere(jnp.asarray(1e-3)),
                                      jc.math.Transform(point, jnp.asarray([1.0, 0, 0, 0])))

@@ -136,19 +136,22 @@ def test_mujoco_test_model_fluid_body_equals_mujoco(tmp_path):
     _assert_equals_mujoco(mj, model)
 
 
-def test_fluid_step_derivatives_forward_reverse_and_central_differences_agree():
-    """``jacfwd`` = ``jacrev`` = central differences for one swimmer step with respect to ``v``
-    and to the medium (density, viscosity: dynamic options)."""
-    _, model = _constraint_free(MODELS["brax_swimmer"])
-    q0 = model.qpos0 + 0.1
-
+def _step_in_medium(model, q0):
+    """``(v, (density, viscosity)) -> (q⁺, v⁺)``: one step from ``(q0, v)`` in that medium."""
     def next_state(v, medium):
         moved = model.replace_options(fluid_density=medium[0], fluid_viscosity=medium[1])
         nxt = jc.step(moved, jc.init(moved, q=q0, v=v), jnp.zeros(model.nu))
         return jnp.concatenate([nxt.q, nxt.v])
+    return next_state
 
+
+def test_fluid_step_derivatives_forward_reverse_and_central_differences_agree():
+    """``jacfwd`` = ``jacrev`` = central differences for one swimmer step with respect to ``v``
+    and to the medium (density, viscosity: dynamic options)."""
+    _, model = _constraint_free(MODELS["brax_swimmer"])
     inputs = (jnp.linspace(-0.8, 0.9, model.nv), jnp.asarray([4000.0, 0.1]))
-    assert_derivatives_match_central_differences(next_state, inputs, steps=(1e-6, 1e-3))
+    assert_derivatives_match_central_differences(_step_in_medium(model, model.qpos0 + 0.1), inputs,
+                                                 steps=(1e-6, 1e-3))
 
 
 def test_ellipsoid_model_derivatives_agree_and_are_finite_at_rest():
@@ -158,15 +161,9 @@ def test_ellipsoid_model_derivatives_agree_and_are_finite_at_rest():
     (``|u| u`` has a zero derivative there)."""
     _, box = _constraint_free(MODELS["fluid_ellipsoid"])
     box = box.replace_options(wind=jnp.asarray([0.5, -1.0, 0.2]))
-    q0 = box.qpos0 + 0.1
-
-    def next_state(v, medium):
-        moved = box.replace_options(fluid_density=medium[0], fluid_viscosity=medium[1])
-        nxt = jc.step(moved, jc.init(moved, q=q0, v=v), jnp.zeros(box.nu))
-        return jnp.concatenate([nxt.q, nxt.v])
-
     inputs = (jnp.linspace(-0.8, 0.9, box.nv), jnp.asarray([1.2, 0.15]))
-    assert_derivatives_match_central_differences(next_state, inputs, steps=(1e-6, 1e-6))
+    assert_derivatives_match_central_differences(_step_in_medium(box, box.qpos0 + 0.1), inputs,
+                                                 steps=(1e-6, 1e-6))
 
     _, model = _constraint_free(MIXED)
     q1 = model.qpos0
