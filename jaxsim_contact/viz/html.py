@@ -213,6 +213,41 @@ def _hull(vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return points, faces
 
 
+#: a height field drawn with more rows or columns than this is subsampled (drawn only)
+MAX_HFIELD_SAMPLES = 129
+
+
+def _hfield_solid(elevation: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices (geom frame, m) and outward triangles of a height field drawn as MuJoCo shows it:
+    the elevation surface (``z = data · size[2]``, grid spanning ``±size[0] × ±size[1]``) on a
+    solid base down to ``z = -size[3]`` (MuJoCo ``hfield``; ``collision/hfield.py``). Grids larger
+    than :data:`MAX_HFIELD_SAMPLES` per side are subsampled, keeping the border rows/columns."""
+    nrow, ncol = elevation.shape
+    rows = np.unique(np.linspace(0, nrow - 1, min(nrow, MAX_HFIELD_SAMPLES)).round().astype(int))
+    cols = np.unique(np.linspace(0, ncol - 1, min(ncol, MAX_HFIELD_SAMPLES)).round().astype(int))
+    x = -size[0] + 2.0 * size[0] * cols / (ncol - 1)
+    y = -size[1] + 2.0 * size[1] * rows / (nrow - 1)
+    z = elevation[np.ix_(rows, cols)] * size[2]
+    n_r, n_c = len(rows), len(cols)
+    top = np.stack(np.broadcast_arrays(x[None, :], y[:, None], z), axis=-1).reshape(-1, 3)
+    bottom = top.copy()
+    bottom[:, 2] = -size[3]
+    vertices = np.concatenate([top, bottom])
+    index = np.arange(n_r * n_c).reshape(n_r, n_c)
+    a, b, c, d = index[:-1, :-1], index[:-1, 1:], index[1:, :-1], index[1:, 1:]
+    faces = [np.stack([a, b, d], -1).reshape(-1, 3), np.stack([a, d, c], -1).reshape(-1, 3)]
+    base = n_r * n_c
+    faces += [np.array([[index[0, 0] + base, index[-1, -1] + base, index[0, -1] + base],
+                        [index[0, 0] + base, index[-1, 0] + base, index[-1, -1] + base]])]
+    # four side walls, each a strip of quads from the surface edge down to the base
+    for edge, outward_flip in ((index[0, :], False), (index[-1, :], True),
+                               (index[:, 0], True), (index[:, -1], False)):
+        p, q = edge[:-1], edge[1:]
+        strip = np.concatenate([np.stack([p, p + base, q + base], -1), np.stack([p, q + base, q], -1)])
+        faces.append(strip[:, [0, 2, 1]] if outward_flip else strip)
+    return vertices, np.concatenate(faces)
+
+
 def _encode(array: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(array, dtype="<f4").tobytes()).decode("ascii")
 
@@ -301,7 +336,12 @@ def to_html(model, trajectory, path=None, env_ids=None, *, layout: str = "grid",
         if gtype == GeomType.MESH:
             vertices, faces = _hull(np.asarray(model.mesh_vertices[model.geom_mesh[g]], np.float64))
             entry.update(vertices=vertices.round(6).tolist(), faces=faces.tolist())
-        if gtype != GeomType.PLANE:
+        if gtype == GeomType.HFIELD:
+            field = model.geom_hfield[g]
+            solid, faces = _hfield_solid(np.asarray(model.hfield_data[field], np.float64),
+                                         np.asarray(model.hfield_size[field], np.float64))
+            entry.update(vertices=solid.round(6).tolist(), faces=faces.tolist())
+        if gtype not in (GeomType.PLANE, GeomType.HFIELD):  # terrain does not set the framing
             reach = np.linalg.norm(local) + _geom_radius(gtype, size, vertices)
             centres = positions[:, :, body].reshape(-1, 3)
             lows.append(centres.min(axis=0) - reach)

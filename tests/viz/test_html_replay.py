@@ -137,12 +137,14 @@ def test_page_is_self_contained_and_inline(demo, tmp_path):
 
 
 def test_every_geom_type_and_batched_layouts(tmp_path):
-    """All eight geom types (a cone is added by hand: MJCF has none) in a batched trajectory, as a
+    """Every geom type (a cone is added by hand: MJCF has none) in a batched trajectory, as a
     grid and overlaid; the drawn geometry comes from the page's own geometry code."""
     from jaxsim_contact.types import GeomType
 
-    xml = """<mujoco><asset><mesh name="tet" vertex="0 0 0  .1 0 0  0 .1 0  0 0 .1"/></asset><worldbody>
-      <geom type="plane" size="1 1 .1"/>
+    xml = """<mujoco><asset><mesh name="tet" vertex="0 0 0  .1 0 0  0 .1 0  0 0 .1"/>
+      <hfield name="bump" nrow="3" ncol="4" size=".2 .2 .05 .02" elevation="0 0 0 0  0 1 1 0  0 0 0 0"/>
+      </asset><worldbody>
+      <geom type="plane" size="1 1 .1"/><geom type="hfield" hfield="bump" pos=".4 .4 0"/>
       <body pos="0 0 .3"><freejoint/><geom type="sphere" size=".05"/>
         <geom type="ellipsoid" size=".05 .03 .02" pos=".15 0 0"/><geom type="box" size=".03 .03 .03" pos="0 .15 0"/>
         <geom type="capsule" size=".02 .05" pos="-.15 0 0"/><geom type="cylinder" size=".03 .04" pos="0 -.15 0"/>
@@ -169,6 +171,31 @@ def test_every_geom_type_and_batched_layouts(tmp_path):
     coloured = (shot.max(axis=-1) - shot.min(axis=-1)) > 60
     assert coloured.mean() > 0.002, coloured.mean()
     assert _body_attributes(tmp_path, (tmp_path / "grid.html").as_uri(), budget_ms=3000)["ready"] == "1"
+
+
+def test_height_field_is_drawn_as_a_closed_outward_solid():
+    """The drawn height field (elevation surface on a base) encloses exactly the volume of the
+    piecewise-linear terrain above ``-base``: divergence theorem over the outward triangles, against
+    the per-triangle prism volumes (area × mean height). A flipped or missing face changes it."""
+    from jaxsim_contact.viz.html import _hfield_solid
+
+    rng = np.random.default_rng(0)
+    elevation = rng.uniform(0, 1, (5, 7))
+    size = np.array([0.3, 0.2, 0.1, 0.05])
+    vertices, faces = _hfield_solid(elevation, size)
+    a, b, c = (vertices[faces[:, k]] for k in range(3))
+    enclosed = np.einsum("ij,ij->i", a, np.cross(b, c)).sum() / 6.0
+    above = -size[3] + 1e-12  # surface triangles: all three corners above the base
+    top = (a[:, 2] > above) & (b[:, 2] > above) & (c[:, 2] > above)
+    surface = (a[top] + b[top] + c[top]) / 3.0
+    area = 0.5 * np.abs(np.cross(b[top] - a[top], c[top] - a[top])[:, 2])
+    expected = np.sum(area * (surface[:, 2] + size[3]))
+    assert np.isclose(enclosed, expected, rtol=1e-12), (enclosed, expected)
+    assert np.isclose(area.sum(), 4 * size[0] * size[1], rtol=1e-12)
+    # a big grid is subsampled to at most MAX_HFIELD_SAMPLES per side, the border kept
+    big, _ = _hfield_solid(np.zeros((400, 300)), size)
+    assert len(big) == 2 * 129 * 129
+    assert np.isclose(big[:, 0].min(), -size[0]) and np.isclose(big[:, 1].max(), size[1])
 
 
 def test_bad_input_raises_clear_errors(demo):
