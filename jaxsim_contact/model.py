@@ -263,6 +263,8 @@ class Options(eqx.Module):
         model) and ``Model.fluid_geoms`` (ellipsoid model), which between them cover every body
         with mass when the model was loaded with a nonzero density or viscosity and are empty
         otherwise (a model loaded without fluid ignores these values).
+      magnetic: ``(3,)`` global magnetic flux (T, world frame; MuJoCo ``<option magnetic>``,
+        default ``(0, −0.5, 0)``): read only by magnetometer sensors.
       solver: any contact solver of :mod:`jaxsim_contact.contact` (default NCP/ADMM); its
         iteration cap and formulation are static, its tolerance dynamic.
 
@@ -345,6 +347,7 @@ class Options(eqx.Module):
     fluid_density: jax.Array = _numeric(0.0, low=0.0)
     fluid_viscosity: jax.Array = _numeric(0.0, low=0.0)
     wind: jax.Array = _numeric([0.0, 0.0, 0.0])
+    magnetic: jax.Array = _numeric([0.0, -0.5, 0.0])
     solver: ContactSolver = eqx.field(default_factory=default_step_solver)
     integrator: Integrator = eqx.field(static=True, default=Integrator.EULER)
     contact_budget: int | None = eqx.field(static=True, default=None)

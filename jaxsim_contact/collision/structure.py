@@ -8,6 +8,9 @@ on the host, and the narrow phase loops over its groups (a Python loop over stat
 from __future__ import annotations
 
 import dataclasses
+import functools
+
+import numpy as np
 
 from ..types import GeomType
 
@@ -73,3 +76,13 @@ class CollisionStructure:
     @property
     def num_pairs(self) -> int:
         return sum(g.num_pairs for g in self.groups)
+
+    @functools.cached_property
+    def pair_geoms(self) -> np.ndarray:
+        """``(num_pairs, 2)`` int: geoms ``(a, b)`` of every candidate pair in the model-wide
+        numbering (``key // KEY_STRIDE`` of a contact slot)."""
+        table = np.zeros((self.num_pairs, 2), dtype=np.int64)
+        for group in self.groups:
+            rows = slice(group.key_offset, group.key_offset + group.num_pairs)
+            table[rows, 0], table[rows, 1] = group.geom_a, group.geom_b
+        return table

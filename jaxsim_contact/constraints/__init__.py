@@ -8,7 +8,7 @@ force back per block; :func:`contact_stage` (:mod:`.stage`) runs rows → proble
 constrained velocity inside ``jc.step``.
 """
 
-from .assembler import PRODUCERS, num_constraint_slots, split_forces
+from .assembler import PRODUCERS, num_constraint_slots, slot_ranges, split_forces
 from .contact_rows import ContactRows, contact_slots, default_contact_budget
 from .limit_rows import LimitRows, limited_joints
 from .rows import RowBlock, RowKind
@@ -29,5 +29,6 @@ __all__ = [
     "ContactRows",
     "LimitRows",
     "TendonLimitRows",
+    "slot_ranges",
     "split_forces",
 ]

@@ -31,7 +31,7 @@ from ..model import Model, Options, State
 from . import contact_rows, equality_rows, friction_rows, limit_rows, tendon_limit_rows
 from .rows import KIND_ORDER, RowBlock, RowKind, SlotGeometry
 
-__all__ = ["PRODUCERS", "Producer", "num_constraint_slots", "constraint_rows", "any_row_in_reach",
+__all__ = ["PRODUCERS", "Producer", "num_constraint_slots", "slot_ranges", "constraint_rows", "any_row_in_reach",
            "stack", "contact_problem", "split_forces"]
 
 
@@ -80,6 +80,17 @@ def _producers(model: Model) -> tuple[Producer, ...]:
 def num_constraint_slots(model: Model) -> int:
     """Static number of constraint slots of a step (every producer's slots)."""
     return sum(p.slots(model) for p in PRODUCERS)
+
+
+def slot_ranges(model: Model) -> dict[str, slice]:
+    """Static slot range of every producer (by :attr:`Producer.name`) in the constraint slots of
+    a step (``ContactData`` order), empty ranges included."""
+    ranges, start = {}, 0
+    for producer in PRODUCERS:
+        stop = start + producer.slots(model)
+        ranges[producer.name] = slice(start, stop)
+        start = stop
+    return ranges
 
 
 def any_row_in_reach(model: Model, state: State, smooth, dt: jax.Array) -> jax.Array:

@@ -38,7 +38,8 @@ from .limit_rows import limited_joints
 from .rows import RowBlock, RowKind
 from .tendon_limit_rows import limited_tendons
 
-__all__ = ["EqualityRows", "equality_slots", "equality_rows", "equality_errors", "slot_equality"]
+__all__ = ["EqualityRows", "equality_slots", "equality_rows", "equality_errors", "equality_wrenches",
+           "slot_equality"]
 
 _SLOTS = {EqualityKind.CONNECT: 1, EqualityKind.WELD: 2, EqualityKind.JOINT: 1,
           EqualityKind.TENDON: 1}
@@ -99,36 +100,44 @@ def _right_matrix(q):
                       jnp.stack([y, -z, w, x], -1), jnp.stack([z, y, -x, w], -1)], axis=1)
 
 
-def _point_pair(model, kin, axes, index, first_local, second_local, on_sites):
-    """Errors ``p1 − p2`` ``(k, 3)`` and Jacobians ``(k, 3, nv)`` of the point pairs of the
-    equalities ``index``; the local offsets are in object 1's / object 2's frame."""
+def _anchors(model, kin, index, kind, on_sites):
+    """World anchor points ``p1``, ``p2`` ``(k, 3)``, orientations ``(k, 4)`` and bodies
+    ``(k,)`` of objects 1 and 2 of the connect or weld equalities ``index`` (module docstring)."""
     equalities = model.equalities
+    data = equalities.data.astype(kin.body_pos.dtype)[np.asarray(index)]
     obj1 = np.asarray([equalities.object1[i] for i in index], dtype=np.int64)
     obj2 = np.asarray([equalities.object2[i] for i in index], dtype=np.int64)
+    if on_sites:
+        first = second = jnp.zeros_like(data[:, :3])
+    elif kind is EqualityKind.CONNECT:
+        first, second = data[:, 0:3], data[:, 3:6]
+    else:  # weld: object 2's position in object 1's frame, the anchor on object 2
+        first, second = data[:, 3:6], data[:, 0:3]
     pos1, quat1, body1 = _object_frames(model, kin, obj1, on_sites)
     pos2, quat2, body2 = _object_frames(model, kin, obj2, on_sites)
-    point1 = pos1 + quat_rotate(quat1, first_local)
-    point2 = pos2 + quat_rotate(quat2, second_local)
+    point1 = pos1 + quat_rotate(quat1, first)
+    point2 = pos2 + quat_rotate(quat2, second)
+    return point1, point2, quat1, quat2, body1, body2
+
+
+def _point_pair(model, kin, axes, index, kind, on_sites):
+    """Errors ``p1 − p2`` ``(k, 3)`` and Jacobians ``(k, 3, nv)`` of the anchor pairs of the
+    connect or weld equalities ``index``."""
+    point1, point2, quat1, quat2, body1, body2 = _anchors(model, kin, index, kind, on_sites)
     jacobian = (point_jacobian(model, axes, body1, point1)
                 - point_jacobian(model, axes, body2, point2))
     return point1 - point2, jacobian, (quat1, quat2, body1, body2)
 
 
 def _connect(model, kin, axes, index, on_sites):
-    data = model.equalities.data.astype(kin.body_pos.dtype)[np.asarray(index)]
-    zeros = jnp.zeros_like(data[:, :3])
-    first, second = (zeros, zeros) if on_sites else (data[:, 0:3], data[:, 3:6])
-    error, jacobian, _ = _point_pair(model, kin, axes, index, first, second, on_sites)
+    error, jacobian, _ = _point_pair(model, kin, axes, index, EqualityKind.CONNECT, on_sites)
     return error[:, None, :], jacobian[:, None]
 
 
-def _weld(model, kin, axes, index, on_sites):
-    dtype = kin.body_pos.dtype
-    data = model.equalities.data.astype(dtype)[np.asarray(index)]
-    zeros = jnp.zeros_like(data[:, :3])
-    first, second = (zeros, zeros) if on_sites else (data[:, 3:6], data[:, 0:3])
-    error, jacobian, (quat1, quat2, body1, body2) = _point_pair(
-        model, kin, axes, index, first, second, on_sites)
+def _weld_rotation(model, index, on_sites, quat1, quat2):
+    """Scaled orientation errors ``(k, 3)`` and the ``(k, 3, 3)`` operator ``½ s P`` of the weld
+    equalities ``index``: their orientation rows are ``½ s P (J_ω1 − J_ω2)``."""
+    data = model.equalities.data.astype(quat1.dtype)[np.asarray(index)]
     identity = jnp.zeros_like(data[:, 6:10]).at[:, 0].set(1.0)
     relative = identity if on_sites else data[:, 6:10]
     scale = data[:, 10]
@@ -136,10 +145,16 @@ def _weld(model, kin, axes, index, on_sites):
     rotation_error = quat_mul(quat_conj(quat2), target)[:, 1:] * scale[:, None]
     # column by column: ½ s Im(q2⁻¹ ⊗ (0, w) ⊗ q1 ⊗ q_rel), linear in w
     operator = (_left_matrix(quat_conj(quat2)) @ _right_matrix(target))[:, 1:, 1:]
+    return rotation_error, 0.5 * scale[:, None, None] * operator
+
+
+def _weld(model, kin, axes, index, on_sites):
+    error, jacobian, (quat1, quat2, body1, body2) = _point_pair(
+        model, kin, axes, index, EqualityKind.WELD, on_sites)
+    rotation_error, operator = _weld_rotation(model, index, on_sites, quat1, quat2)
     angular = (rotation_jacobian(model, axes, body1) - rotation_jacobian(model, axes, body2))
-    orientation_rows = 0.5 * scale[:, None, None] * (operator @ angular)
     errors = jnp.stack([error, rotation_error], axis=1)  # (k, 2, 3)
-    return errors, jnp.stack([jacobian, orientation_rows], axis=1)
+    return errors, jnp.stack([jacobian, operator @ angular], axis=1)
 
 
 def _polynomial(coefficients, x):
@@ -216,6 +231,34 @@ def equality_errors(model: Model, q: jax.Array, kin, axes, tendon) -> tuple[jax.
         for k, i in enumerate(index):
             errors[i], jacobians[i] = error[k], jacobian[k]
     return jnp.concatenate(errors), jnp.concatenate(jacobians)
+
+
+def equality_wrenches(model: Model, kin, force: jax.Array) -> jax.Array:
+    """``(nbody, 6)`` world wrenches ``[τ_O; f]`` (N·m about the world origin; N) that the
+    connect and weld slots' forces ``force`` ``(m, 3)`` (N, world axes; a weld's rotation slot in
+    its orientation-row units) exert on their bodies: ``+f`` at ``p1`` on body 1, ``−f`` at ``p2``
+    on body 2, and a weld's torque ``±(½ s P)ᵀ f_rot`` — what ``Jᵀ f`` applies to each body
+    (MuJoCo's equality part of ``cfrc_ext``, mj_rnePostConstraint, which instead reads a weld's
+    rotation force as the torque itself). Joint and tendon equalities act inside the tree: none."""
+    equalities = model.equalities
+    wrenches = jnp.zeros((model.nbody, 6), kin.body_pos.dtype)
+    first_slot = np.cumsum([0] + [_SLOTS[k] for k in equalities.kind])[:-1]
+    groups: dict = {}
+    for i, (kind, on_sites) in enumerate(zip(equalities.kind, equalities.on_sites)):
+        if kind in (EqualityKind.CONNECT, EqualityKind.WELD):
+            groups.setdefault((kind, on_sites), []).append(i)
+    for (kind, on_sites), index in groups.items():
+        point1, point2, quat1, quat2, body1, body2 = _anchors(model, kin, index, kind, on_sites)
+        slots = first_slot[np.asarray(index)]
+        linear = force[slots]
+        torque1, torque2 = jnp.cross(point1, linear), jnp.cross(point2, linear)
+        if kind is EqualityKind.WELD:
+            _, operator = _weld_rotation(model, index, on_sites, quat1, quat2)
+            torque = jnp.einsum("kji,kj->ki", operator, force[slots + 1])
+            torque1, torque2 = torque1 + torque, torque2 + torque
+        wrenches = wrenches.at[body1].add(jnp.concatenate([torque1, linear], axis=-1))
+        wrenches = wrenches.at[body2].add(-jnp.concatenate([torque2, linear], axis=-1))
+    return wrenches
 
 
 def slot_equality(model: Model) -> np.ndarray:

@@ -32,7 +32,8 @@ from .spatial import cross_force, cross_motion
 from .tendons import tendon_armature, tendon_forces, tendon_kinematics
 from .._precision import full_precision_matmuls
 
-__all__ = ["bias_forces", "bias_forces_from_kinematics", "passive_forces", "actuator_forces",
+__all__ = ["bias_forces", "bias_forces_from_kinematics", "body_velocities_and_axis_rates",
+           "body_accelerations", "body_inertial_forces", "passive_forces", "actuator_forces",
            "actuator_terms", "site_transmissions", "site_actuator_forces",
            "site_moments_outside_tree_pattern",
            "gravity_compensation"]
@@ -48,23 +49,47 @@ def bias_forces_from_kinematics(
         return jnp.zeros((0,), dtype)
     v = v.astype(dtype)
     dof_body = np.asarray(tree.dof_body, dtype=np.int64)
-    dof_parent_body = np.asarray(tree.body_parent, dtype=np.int64)[dof_body]
-    moves = jnp.asarray(tree.dof_moves_body, dtype=dtype)
-
-    weighted_axes = axes * v[:, None]
-    body_vel = moves @ weighted_axes  # (nbody, 6)
-    frame_vel = body_vel[dof_parent_body] + jnp.asarray(tree.dof_frame_velocity, dtype) @ weighted_axes
-    axes_rate = cross_motion(frame_vel, axes)  # Ṡ_d
-
-    gravity = model.options.gravity.astype(dtype)
-    world_acc = jnp.concatenate([jnp.zeros(3, dtype), -gravity])
-    body_acc = world_acc + moves @ (axes_rate * v[:, None])
-
-    inertia = body_spatial_inertias(model, kin)
-    momentum = jnp.einsum("bij,bj->bi", inertia, body_vel)
-    force = jnp.einsum("bij,bj->bi", inertia, body_acc) + cross_force(body_vel, momentum)
+    body_vel, axes_rate = body_velocities_and_axis_rates(model, axes, v)
+    body_acc = body_accelerations(model, axes, axes_rate, v)
+    force = body_inertial_forces(model, kin, body_vel, body_acc)
     subtree_force = jnp.asarray(tree.body_ancestor.T, dtype) @ force  # [i] = Σ_{j below i} f_j
     return jnp.sum(axes * subtree_force[dof_body], axis=-1)
+
+
+def body_velocities_and_axis_rates(model: Model, axes: jax.Array, v: jax.Array):
+    """``(V (nbody, 6), Ṡ (nv, 6))``: every body's spatial velocity ``[ω; v_O]`` (world frame,
+    linear part at the world origin; MuJoCo's ``cvel`` up to the reference point) and the time
+    derivative of every dof's motion axis (MuJoCo ``cdof_dot``, mj_comVel; module docstring)."""
+    tree = model.tree
+    dtype = axes.dtype
+    dof_parent_body = np.asarray(tree.body_parent, dtype=np.int64)[np.asarray(tree.dof_body, dtype=np.int64)]
+    weighted_axes = axes * v[:, None]
+    body_vel = jnp.asarray(tree.dof_moves_body, dtype=dtype) @ weighted_axes  # (nbody, 6)
+    frame_vel = body_vel[dof_parent_body] + jnp.asarray(tree.dof_frame_velocity, dtype) @ weighted_axes
+    return body_vel, cross_motion(frame_vel, axes)
+
+
+def body_accelerations(model: Model, axes: jax.Array, axes_rate: jax.Array, v: jax.Array,
+                       qacc: jax.Array | None = None) -> jax.Array:
+    """``(nbody, 6)`` spatial accelerations ``[α; a_O]`` (world frame, rad/s², m/s²) of the
+    bodies for joint accelerations ``qacc`` ``(nv,)`` (``None``: zero, the bias terms), gravity entering as an upward acceleration
+    of the world (MuJoCo ``cacc``, mj_rnePostConstraint: ``a_i = −g + Σ Ṡ_d v_d + S_d q̈_d``)."""
+    dtype = axes.dtype
+    world_acc = jnp.concatenate([jnp.zeros(3, dtype), -model.options.gravity.astype(dtype)])
+    moves = jnp.asarray(model.tree.dof_moves_body, dtype=dtype)
+    dof_acc = axes_rate * v[:, None]
+    if qacc is not None:
+        dof_acc = dof_acc + axes * qacc[:, None]
+    return world_acc + moves @ dof_acc
+
+
+def body_inertial_forces(model: Model, kin: Kinematics, body_vel: jax.Array,
+                         body_acc: jax.Array) -> jax.Array:
+    """``(nbody, 6)`` ``I a + V ×f (I V)`` (N·m; N) of every body: the wrench that produces its
+    motion (MuJoCo ``cfrc_body`` of mj_rnePostConstraint; world frame, torque about the origin)."""
+    inertia = body_spatial_inertias(model, kin)
+    momentum = jnp.einsum("bij,bj->bi", inertia, body_vel)
+    return jnp.einsum("bij,bj->bi", inertia, body_acc) + cross_force(body_vel, momentum)
 
 
 @full_precision_matmuls

@@ -5,12 +5,17 @@ Computed: position and velocity sensors — ``jointpos``, ``jointvel``, ``ballqu
 ``ballangvel``, ``tendonpos``, ``tendonvel``, ``actuatorpos``, ``actuatorvel``, ``framepos``,
 ``framequat``, ``framexaxis`` / ``yaxis`` / ``zaxis``, ``framelinvel``, ``frameangvel`` (of
 xbodies, bodies' inertial frames, geoms and sites, optionally in a reference frame), ``gyro``,
-``velocimeter``, ``subtreecom``, ``subtreelinvel``, ``subtreeangmom``, ``clock`` — and the
-actuation sensors ``actuatorfrc``, ``jointactfrc``, ``tendonactfrc``. Cutoffs as MuJoCo (real
-sensors clamped to ``±cutoff``, positive ones to ``cutoff``; axes and quaternions never).
-Sensors that need accelerations or constraint forces (``accelerometer``, ``force``, ``torque``,
-``touch``, ``framelinacc``, limit sensors, ...), cameras, rangefinders and user / plugin sensors
-are not computed: :func:`sensors` raises ``NotImplementedError`` naming them.
+``velocimeter``, ``magnetometer``, ``subtreecom``, ``subtreelinvel``, ``subtreeangmom``,
+``e_potential``, ``e_kinetic``, ``clock`` — the actuation sensors ``actuatorfrc``,
+``jointactfrc``, ``tendonactfrc`` — and the acceleration-stage sensors (MuJoCo
+``mj_sensorAcc``) ``accelerometer``, ``framelinacc``, ``frameangacc``, ``force``, ``torque``,
+``jointlimitfrc``, ``tendonlimitfrc``. Those read the state's acceleration and constraint forces,
+which :func:`sensors` computes when one of them is requested by running the step's dynamics and
+constraint solve at the state (:mod:`.body_forces`: MuJoCo's ``qacc``, ``cacc``, ``cfrc_int``
+with this engine's hard constraint forces — equal to MuJoCo's wherever no constraint is active).
+Cutoffs as MuJoCo (real sensors clamped to ``±cutoff``, positive ones to ``cutoff``; axes and
+quaternions never). Other kinds (limit distances and velocities, cameras, user / plugin
+sensors, ...) are not computed: :func:`sensors` raises ``NotImplementedError`` naming them.
 """
 
 from __future__ import annotations
@@ -22,8 +27,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..math import quat_mul, quat_normalize, quat_to_matrix
+from ..constraints import limited_joints, limited_tendons, slot_ranges
 from ..model import Model, State
+from .body_forces import body_forces, constrained_dynamics
 from .crba import body_spatial_inertias
+from .energy import kinetic_energy, potential_energy
 from .kinematics import forward_kinematics, motion_axes
 from .rnea import actuator_forces, actuator_terms
 from .tendons import tendon_kinematics
@@ -36,7 +44,14 @@ COMPUTED_SENSORS = frozenset({
     "jointpos", "jointvel", "ballquat", "ballangvel", "tendonpos", "tendonvel", "actuatorpos",
     "actuatorvel", "actuatorfrc", "jointactfrc", "tendonactfrc", "framepos", "framequat",
     "framexaxis", "frameyaxis", "framezaxis", "framelinvel", "frameangvel", "gyro", "velocimeter",
-    "subtreecom", "subtreelinvel", "subtreeangmom", "clock"})
+    "magnetometer", "subtreecom", "subtreelinvel", "subtreeangmom", "e_potential", "e_kinetic",
+    "clock", "accelerometer", "framelinacc", "frameangacc", "force", "torque", "jointlimitfrc",
+    "tendonlimitfrc"})
+
+#: sensors that read the body accelerations and interaction forces (MuJoCo mj_rnePostConstraint)
+_BODY_FORCE_SENSORS = frozenset({"accelerometer", "framelinacc", "frameangacc", "force", "torque"})
+#: sensors that need the constraint solve at the state
+_SOLVE_SENSORS = _BODY_FORCE_SENSORS | {"jointlimitfrc", "tendonlimitfrc"}
 
 # MuJoCo mjtObj values of the frames a sensor may name
 _BODY, _XBODY, _GEOM, _SITE = 1, 2, 5, 6
@@ -143,6 +158,8 @@ def sensors(model: Model, state: State, ctrl: jax.Array | None = None,
         joint_force = actuator_forces(model, q, v, ctrl, tendon, frames.kin, frames.axes, act=state.act)
     subtree = _subtree_quantities(model, frames) if kinds & {"subtreecom", "subtreelinvel",
                                                             "subtreeangmom"} else None
+    dynamics = constrained_dynamics(model, state, ctrl) if kinds & _SOLVE_SENSORS else None
+    bodies = body_forces(model, dynamics, v) if kinds & _BODY_FORCE_SENSORS else None
     tree = model.tree
     values = []
     for s in chosen:
@@ -181,6 +198,18 @@ def sensors(model: Model, state: State, ctrl: jax.Array | None = None,
             value = rotation.T @ (angular if kind == "gyro" else linear)
         elif kind in ("subtreecom", "subtreelinvel", "subtreeangmom"):
             value = subtree[("subtreecom", "subtreelinvel", "subtreeangmom").index(kind)][index]
+        elif kind == "magnetometer":
+            value = frames.frame(_SITE, index)[1].T @ model.options.magnetic.astype(dtype)
+        elif kind == "e_potential":
+            value = potential_energy(model, q)[None]
+        elif kind == "e_kinetic":
+            value = kinetic_energy(model, q, v)[None]
+        elif kind in ("accelerometer", "framelinacc", "frameangacc"):
+            value = _acceleration_sensor(frames, bodies, kind, obj, index)
+        elif kind in ("force", "torque"):
+            value = _interaction_sensor(frames, bodies, kind, index)
+        elif kind in ("jointlimitfrc", "tendonlimitfrc"):
+            value = _limit_force(model, dynamics.contact, kind, index)
         else:  # clock
             value = jnp.asarray(state.time, dtype)[None]
         values.append(_cutoff(value, specification.cutoff.astype(dtype)[s], specification.data_type[s]))
@@ -233,6 +262,44 @@ def _frame_velocity(frames: _Frames, kind: str, obj: int, index: int, ref_type: 
         angular = angular - ref_angular
         angular, linear = ref_rotation.T @ angular, ref_rotation.T @ linear
     return linear if kind == "framelinvel" else angular
+
+
+def _acceleration_sensor(frames: _Frames, bodies, kind: str, obj: int, index: int):
+    """MuJoCo ``mj_objectAcceleration``: the classical acceleration of the object's origin
+    ``a_O + α × p + ω × v_p`` (accelerometer: of a site, in its frame; framelinacc: world) or
+    its angular acceleration (frameangacc). Gravity is an upward acceleration of the world, so a
+    static or mocap body reads ``−g`` (MuJoCo 4.0.0, measured; newer sources return zero)."""
+    obj = _SITE if kind == "accelerometer" else obj
+    position, rotation, _, body = frames.frame(obj, index)
+    angular_acc, origin_acc = bodies.acceleration[body, :3], bodies.acceleration[body, 3:]
+    if kind == "frameangacc":
+        return angular_acc
+    angular, origin_velocity = bodies.velocity[body, :3], bodies.velocity[body, 3:]
+    point_velocity = origin_velocity + jnp.cross(angular, position)
+    linear = origin_acc + jnp.cross(angular_acc, position) + jnp.cross(angular, point_velocity)
+    return rotation.T @ linear if kind == "accelerometer" else linear
+
+
+def _interaction_sensor(frames: _Frames, bodies, kind: str, index: int):
+    """MuJoCo force / torque sensors: the wrench the parent exerts on the site's body
+    (``cfrc_int``), torque about the site, in the site's frame."""
+    position, rotation, _, body = frames.frame(_SITE, index)
+    torque_origin, force = bodies.internal[body, :3], bodies.internal[body, 3:]
+    if kind == "force":
+        return rotation.T @ force
+    return rotation.T @ (torque_origin - jnp.cross(position, force))
+
+
+def _limit_force(model: Model, contact, kind: str, index: int):
+    """The limit slot's normal force (N or N·m; MuJoCo ``efc_force`` of the joint's or tendon's
+    limit row), zero when the joint or tendon has no limit slot or the slot is inactive."""
+    joint = kind == "jointlimitfrc"
+    limited = limited_joints(model) if joint else limited_tendons(model)
+    dtype = contact.force.dtype
+    if index not in limited:
+        return jnp.zeros((1,), dtype)
+    slot = slot_ranges(model)["limits" if joint else "tendon_limits"].start + limited.index(index)
+    return jnp.where(contact.active[slot], contact.force[slot, 2], 0.0)[None]
 
 
 def _cutoff(value: jax.Array, cutoff: jax.Array, data_type: str) -> jax.Array:

@@ -521,6 +521,7 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
             euler_damping=not disabled & int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP),
             fluid_density=arr(mj.opt.density), fluid_viscosity=arr(mj.opt.viscosity),
             wind=arr(mj.opt.wind, (3,)),
+            magnetic=arr(mj.opt.magnetic, (3,)),
         ),
         body_names=body_names,
         joint_names=names(mujoco.mjtObj.mjOBJ_JOINT, mj.njnt),

@@ -3,24 +3,25 @@
 MuJoCo XML Reference ``<option>`` / ``<option><flag>``, Computation chapter. The loader never
 drops an option silently (issue 44):
 
-* **applied** — ``timestep``, ``gravity``, ``integrator`` (read by the loader), and the flags
+* **applied** — ``timestep``, ``gravity``, ``integrator``, ``density``, ``viscosity``, ``wind``
+  (fluid forces), ``magnetic`` (magnetometer sensors) (read by the loader), and the flags
   that switch parts of the physics off: ``constraint``, ``contact``, ``limit``, ``equality``,
   ``frictionloss``, ``spring``, ``damper``, ``gravity``, ``clampctrl``, ``actuation``,
   ``eulerdamp``, the ``actuatorgroupdisable`` groups, and the ``override`` flag's ``o_friction``
   and ``o_margin`` (:func:`apply_options` edits a copy of the compiled model accordingly);
 * **refused** (:class:`~.errors.UnsupportedFeatureError`) — ``filterparent`` disabled (collisions
-  between a body and its parent), fluid forces (``density``, ``viscosity``; with ``wind``);
+  between a body and its parent);
 * **ignored with an** :class:`~.errors.IgnoredOptionWarning` naming each one, when it differs from
   MuJoCo's default: the settings of MuJoCo's own soft-constraint solver and collision
   implementation, which the hard model has no counterpart for — ``impratio``, ``o_solref`` /
   ``o_solimp`` under ``override``, ``noslip_iterations``, ``iterations``, ``tolerance``,
   ``ls_iterations``, ``ls_tolerance``, ``solver``, ``jacobian``, ``ccd_*``, ``sdf_*``,
   ``sleep_tolerance``, and the flags ``warmstart``, ``refsafe``, ``midphase``, ``nativeccd``,
-  ``multiccd``, ``island``, ``autoreset``, ``sensor`` (sensors are not computed), ``fwdinv``,
+  ``multiccd``, ``island``, ``autoreset``, ``sensor`` (sensors are computed on demand, ``jc.sensors``), ``fwdinv``,
   ``invdiscrete``, ``diagexact``, ``sleep`` (bodies never sleep), ``ipc``, ``speculative``
   (contacts are speculative anyway), ``energy`` (energy is computed on demand, ``jc.energy``).
   ``cone`` needs no warning: hard contacts obey the exact (elliptic) Coulomb cone whichever
-  MuJoCo approximation the model names; ``magnetic`` only feeds magnetometer sensors.
+  MuJoCo approximation the model names.
 """
 
 from __future__ import annotations
@@ -90,19 +91,23 @@ def check_options(mj, path: Path) -> None:
 
 
 def warn_sensors(mj, path: Path) -> None:
-    """Sensors load but are not computed yet: one :class:`~.errors.IgnoredSensorWarning` naming
-    the file and the count of each sensor type (never a silent drop)."""
+    """Sensors that :func:`jaxsim_contact.sensors` does not compute load with one
+    :class:`~.errors.IgnoredSensorWarning` naming the file and the count of each such type
+    (never a silent drop); reading one raises ``NotImplementedError``."""
     import mujoco
 
-    if not mj.nsensor:
-        return
+    from ..dynamics.sensors import COMPUTED_SENSORS
+
     counts: dict[str, int] = {}
     for kind in np.asarray(mj.sensor_type):
         name = mujoco.mjtSensor(int(kind)).name.removeprefix("mjSENS_").lower()
-        counts[name] = counts.get(name, 0) + 1
+        if name not in COMPUTED_SENSORS:
+            counts[name] = counts.get(name, 0) + 1
+    if not counts:
+        return
     listed = ", ".join(f"{name} x{count}" for name, count in sorted(counts.items()))
-    warnings.warn(f"{path}: {mj.nsensor} sensor(s) are loaded but not computed (no sensordata "
-                  f"yet): {listed}", IgnoredSensorWarning, stacklevel=4)
+    warnings.warn(f"{path}: {sum(counts.values())} sensor(s) are loaded but not computed "
+                  f"(jc.sensors raises for them): {listed}", IgnoredSensorWarning, stacklevel=4)
 
 
 def apply_options(mj):

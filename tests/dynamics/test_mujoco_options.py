@@ -119,9 +119,11 @@ def test_solver_settings_are_reported_not_silently_dropped(tmp_path):
 
 def test_sensors_are_named_not_silently_dropped(tmp_path):
     path = tmp_path / "sensed.xml"
-    path.write_text('<mujoco><worldbody><body><joint name="j"/><geom size=".1"/><site name="s"/>'
+    path.write_text('<mujoco><worldbody><body><joint name="j" range="-1 1"/><geom size=".1"/><site name="s"/>'
                     '</body></worldbody><sensor><jointpos joint="j"/><jointvel joint="j"/>'
-                    '<accelerometer site="s"/></sensor></mujoco>')
-    with pytest.warns(jc.io.IgnoredSensorWarning, match=r"3 sensor\(s\).*accelerometer x1, jointpos x1, jointvel x1") as record:
+                    '<accelerometer site="s"/><jointlimitpos joint="j"/><jointlimitvel joint="j"/>'
+                    '<jointlimitpos joint="j"/></sensor></mujoco>')
+    # computed kinds load silently; the others are named with their counts
+    with pytest.warns(jc.io.IgnoredSensorWarning, match=r"3 sensor\(s\).*: jointlimitpos x2, jointlimitvel x1$") as record:
         jc.load(path)
     assert str(path) in str(record[0].message)

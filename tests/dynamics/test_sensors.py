@@ -1,10 +1,13 @@
 """``jc.sensors``: MuJoCo's ``sensordata`` layout, against MuJoCo C 4.0.0 on MJX's sensor test
-models (``sensor/sensor.xml``: 75 sensors, 55 of the computed kinds, frames of xbodies, bodies,
-geoms and sites in reference frames of each type; ``actuator/tendon_force_clamp.xml``)."""
+models (``sensor/sensor.xml``: 75 sensors, frames of xbodies, bodies, geoms and sites in reference
+frames of each type, accelerometers, force / torque sensors; ``actuator/tendon_force_clamp.xml``)
+and MJX's barkour quadruped (an IMU); the acceleration-stage sensors with contacts and joint limits
+against closed forms (a box resting on the floor, an arm held by its joint limit)."""
 
 from __future__ import annotations
 
 import pathlib
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -14,7 +17,7 @@ import pytest
 
 import jaxsim_contact as jc
 from jaxsim_contact.dynamics.sensors import COMPUTED_SENSORS
-from mujoco_comparison import FAST_COMPILE
+from mujoco_comparison import FAST_COMPILE, assert_derivatives_match_central_differences
 
 MJX_DATA = pathlib.Path(mujoco.__file__).parent / "mjx" / "test_data"
 
@@ -31,16 +34,30 @@ def _random_data(mj, rng):
     return data
 
 
+def _without_contacts(relative, tmp_path):
+    """A copy of an MJX test model with contacts disabled (MuJoCo's soft contact forces are not
+    the hard model's; every other force is the same)."""
+    spec = mujoco.MjSpec.from_file(str(MJX_DATA / relative))
+    spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+    path = tmp_path / pathlib.Path(relative).name
+    path.write_text(spec.to_xml())
+    return path
+
+
 @pytest.mark.parametrize("relative", ["sensor/sensor.xml", "actuator/tendon_force_clamp.xml"])
-def test_computed_sensors_equal_mujoco(relative):
+def test_computed_sensors_equal_mujoco(relative, tmp_path):
     """Every sensor of a computed kind equals MuJoCo's ``sensordata`` to 1e-10 on 10 random
-    states (positions, velocities, controls, time)."""
-    path = MJX_DATA / relative
-    with pytest.warns(jc.io.IgnoredSensorWarning):
+    states (positions, velocities, controls, time), accelerometers, frame accelerations and
+    force / torque sensors included (contacts disabled in both engines)."""
+    path = _without_contacts(relative, tmp_path)
+    if relative == "sensor/sensor.xml":
+        with pytest.warns(jc.io.IgnoredSensorWarning):
+            model = jc.load(path)
+    else:
         model = jc.load(path)
     mj = mujoco.MjModel.from_xml_path(str(path))
     chosen = tuple(i for i, kind in enumerate(model.sensors.kind) if kind in COMPUTED_SENSORS)
-    assert len(chosen) == {"sensor/sensor.xml": 55, "actuator/tendon_force_clamp.xml": 4}[relative]
+    assert len(chosen) == {"sensor/sensor.xml": 65, "actuator/tendon_force_clamp.xml": 4}[relative]
     read = jax.jit(lambda state, ctrl: jc.sensors(model, state, ctrl, select=chosen),
                    compiler_options=FAST_COMPILE)
     rng = np.random.default_rng(0)
@@ -56,9 +73,9 @@ def test_computed_sensors_equal_mujoco(relative):
 
 
 def test_sensor_kinds_not_computed_are_named():
-    with pytest.warns(jc.io.IgnoredSensorWarning, match="accelerometer"):
+    with pytest.warns(jc.io.IgnoredSensorWarning, match="camprojection x2"):
         model = jc.load(MJX_DATA / "sensor" / "sensor.xml")
-    with pytest.raises(NotImplementedError, match="accelerometer"):
+    with pytest.raises(NotImplementedError, match="camprojection"):
         jc.sensors(model, jc.init(model))
     with pytest.raises(KeyError, match="no sensor named 'nope'"):
         jc.sensors(model, jc.init(model), select=["nope"])
@@ -71,8 +88,120 @@ def test_cutoff_and_selection_by_name(tmp_path):
     path.write_text('<mujoco><worldbody><body><joint name="j" type="slide"/><geom size=".1"/>'
                     '</body></worldbody><sensor><jointpos name="p" joint="j" cutoff="0.5"/>'
                     '<jointvel name="w" joint="j"/></sensor></mujoco>')
-    with pytest.warns(jc.io.IgnoredSensorWarning):
+    with warnings.catch_warnings():  # every sensor is computed: no warning
+        warnings.simplefilter("error", jc.io.IgnoredSensorWarning)
         model = jc.load(path)
     state = jc.init(model, q=jnp.asarray([2.0]), v=jnp.asarray([-3.0]))
     np.testing.assert_array_equal(jc.sensors(model, state), [0.5, -3.0])
     np.testing.assert_array_equal(jc.sensors(model, state, select=["w", "p"]), [-3.0, 0.5])
+
+
+def test_imu_of_a_corpus_quadruped_equals_mujoco():
+    """MJX's barkour quadruped (27 sensors: joint positions and velocities, the torso IMU's gyro,
+    accelerometer and orientation) in the air at 5 random states: ``sensordata`` of MuJoCo C to
+    1e-8 (no contact and no limit is active, so the accelerations are MuJoCo's exactly)."""
+    path = MJX_DATA / "barkour_v0" / "assets" / "barkour_v0_mjx.xml"
+    mj = mujoco.MjModel.from_xml_path(str(path))
+    # in the air no contact can be active: the collision pipeline is not compiled for nothing
+    model = jc.load(path).replace_options(enable_contacts=False)
+    assert {"accelerometer", "gyro", "framequat"} <= set(model.sensors.kind)
+    read = jax.jit(lambda state, ctrl: jc.sensors(model, state, ctrl), compiler_options=FAST_COMPILE)
+    rng = np.random.default_rng(1)
+    data = mujoco.MjData(mj)
+    low, high = mj.jnt_range[1:, 0], mj.jnt_range[1:, 1]
+    for _ in range(5):
+        data.qpos[:3] = [0.0, 0.0, 2.0]
+        data.qpos[3:7] = rng.normal(size=4)
+        data.qpos[7:] = rng.uniform(low + 0.1, high - 0.1)  # inside the limits: no limit row
+        mujoco.mj_normalizeQuat(mj, data.qpos)
+        data.qvel[:] = rng.normal(size=mj.nv)
+        data.ctrl[:] = rng.uniform(mj.actuator_ctrlrange[:, 0], mj.actuator_ctrlrange[:, 1])
+        mujoco.mj_forward(mj, data)
+        assert data.ncon == 0 and data.nefc == 0
+        state = jc.init(model, q=jnp.asarray(data.qpos), v=jnp.asarray(data.qvel))
+        np.testing.assert_allclose(read(state, jnp.asarray(data.ctrl)), data.sensordata,
+                                   rtol=0, atol=1e-8)
+
+
+RESTING_BOX = """<mujoco><option timestep="0.002"/><worldbody>
+  <geom type="plane" size="2 2 .1"/>
+  <body name="box" pos="0 0 .1"><freejoint/><geom type="box" size=".1 .1 .1" mass="2"/>
+    <site name="imu" pos=".03 .02 .05"/><site name="bottom" type="box" pos="0 0 -.1" size=".12 .12 .02"/>
+  </body></worldbody>
+  <sensor><accelerometer site="imu"/><force site="imu"/><torque site="imu"/></sensor></mujoco>"""
+
+HELD_ARM = """<mujoco><option timestep="0.002"/><worldbody>
+  <body name="arm"><joint name="hinge" axis="0 1 0" range="-10 0"/><site name="root"/>
+    <geom type="capsule" fromto="0 0 0 .4 0 0" size=".02" mass="1.5"/>
+  </body></worldbody>
+  <sensor><torque site="root"/><force site="root"/><jointlimitfrc joint="hinge"/>
+    <frameangacc objtype="body" objname="arm"/><framelinacc objtype="body" objname="arm"/></sensor></mujoco>"""
+
+
+def test_acceleration_sensors_see_the_hard_constraint_forces(tmp_path):
+    """With contacts and limits the acceleration-stage sensors read this engine's constraint
+    forces (closed forms): a 2 kg box resting on the floor feels gravity upwards in its
+    accelerometer (``+g``, MuJoCo's convention) and no parent force (a free body: the floor's
+    push is external); an arm lying horizontally on its joint limit is held by the limit
+    (``jointlimitfrc`` = torque sensor = ``m g L/2``, force sensor = ``m g`` up) and does not
+    accelerate."""
+    g = 9.81
+    box_path = tmp_path / "box.xml"
+    box_path.write_text(RESTING_BOX)
+    box = jc.load(box_path)
+    state = jc.rollout(box, jc.init(box), jnp.zeros((100, 0)))[0]  # settle on the floor
+    accelerometer, force, torque = np.split(np.asarray(jc.sensors(box, state)), 3)
+    np.testing.assert_allclose(accelerometer, [0.0, 0.0, g], atol=1e-6)
+    np.testing.assert_allclose(force, 0.0, atol=1e-6)
+    np.testing.assert_allclose(torque, 0.0, atol=1e-6)
+
+    arm_path = tmp_path / "arm.xml"
+    arm_path.write_text(HELD_ARM)
+    arm = jc.load(arm_path)
+    values = np.asarray(jc.sensors(arm, jc.init(arm)))
+    torque, force, limit, angular_acc, linear_acc = values[:3], values[3:6], values[6], values[7:10], values[10:]
+    moment = 1.5 * g * 0.2
+    # gravity pulls the arm down (-z at x > 0 turns it by +y): the limit at 0 holds it
+    np.testing.assert_allclose(limit, moment, rtol=1e-9)
+    np.testing.assert_allclose(torque, [0.0, -moment, 0.0], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(force, [0.0, 0.0, 1.5 * g], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(angular_acc, 0.0, atol=1e-9)
+    np.testing.assert_allclose(linear_acc, [0.0, 0.0, g], atol=1e-9)
+
+
+def test_acceleration_sensor_derivatives_match_central_differences(tmp_path):
+    """``jacfwd``, ``jacrev`` and central differences agree on the accelerometer, force, torque
+    and frame-acceleration sensors of MJX's sensor model (contacts disabled) w.r.t. ``q``, ``v``
+    and the controls."""
+    path = _without_contacts("sensor/sensor.xml", tmp_path)
+    with pytest.warns(jc.io.IgnoredSensorWarning):
+        model = jc.load(path)
+    kinds = {"accelerometer", "force", "torque", "framelinacc", "frameangacc"}
+    chosen = tuple(i for i, kind in enumerate(model.sensors.kind) if kind in kinds)
+    rng = np.random.default_rng(2)
+    q = jnp.asarray(np.asarray(model.qpos0) + 0.3 * rng.normal(size=model.nq))
+    v = jnp.asarray(rng.normal(size=model.nv))
+    ctrl = jnp.asarray(rng.uniform(-0.9, 0.9, size=model.nu))
+
+    def read(q, v, ctrl):
+        state = jc.State(q=q, v=v, time=jnp.zeros(()), error=jnp.zeros((), jnp.int32))
+        return jc.sensors(model, state, ctrl, select=chosen)
+
+    # quaternion entries of q move off the unit sphere: the sensors normalise as MuJoCo does
+    assert_derivatives_match_central_differences(read, (q, v, ctrl), (1e-6, 1e-6, 1e-6), rtol=1e-5)
+
+
+def test_static_and_mocap_accelerometers_read_gravity_as_mujoco(tmp_path):
+    """Accelerometers and frame accelerations on the world, a static body and a mocap body: the
+    world's upward acceleration ``−g`` in each frame, as MuJoCo 4.0.0 (to 1e-12)."""
+    path = tmp_path / "static.xml"
+    path.write_text("""<mujoco><worldbody><site name="w" pos="1 0 0"/>
+      <body pos="0 0 1" euler="30 0 0"><geom size=".1"/><site name="s" euler="0 20 0"/></body>
+      <body mocap="true" pos="0 1 0"><site name="m"/></body></worldbody>
+      <sensor><accelerometer site="w"/><accelerometer site="s"/><accelerometer site="m"/>
+      <framelinacc objtype="site" objname="s"/><frameangacc objtype="site" objname="s"/></sensor></mujoco>""")
+    mj = mujoco.MjModel.from_xml_path(str(path))
+    data = mujoco.MjData(mj)
+    mujoco.mj_forward(mj, data)
+    model = jc.load(path)
+    np.testing.assert_allclose(jc.sensors(model, jc.init(model)), data.sensordata, rtol=0, atol=1e-12)
