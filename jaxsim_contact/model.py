@@ -739,7 +739,10 @@ class Model(eqx.Module):
       tuple of ``(nrow, ncol)`` elevations normalised to [0, 1] (MuJoCo ``hfield_data``: row
       ``r`` at ``y = -size[1] + 2 size[1] r / (nrow - 1)``, column ``c`` likewise along x, height
       ``data · size[2]`` in the geom frame). Static: ``geom_mesh`` (mesh index or -1) and
-      ``geom_hfield`` (height-field index or -1) per geom.
+      ``geom_hfield`` (height-field index or -1) per geom; ``mesh_faces`` per mesh, its triangles'
+      vertex indices into ``mesh_vertices[m]`` flattened (MuJoCo ``mesh_face``; cast at by rays,
+      :mod:`jaxsim_contact.collision.ray`); ``transparent_geoms``: the geoms MuJoCo's ray casting
+      skips (rgba alpha 0, or their material's).
       geom_fluid ``(ngeom, 12)``: MuJoCo's ``geom_fluid`` for the ellipsoid fluid model of the
         geoms of the static ``fluid_geoms`` (:mod:`jaxsim_contact.dynamics.fluid`): interaction
         coefficient (1 with ``fluidshape="ellipsoid"``, else 0), the five ``fluidcoef`` (blunt
@@ -850,6 +853,11 @@ class Model(eqx.Module):
     #: geoms of MuJoCo's ellipsoid fluid model (when the model has fluid forces: the geoms with a
     #: nonzero ``geom_fluid[:, 0]`` of the bodies with mass that have such a geom)
     fluid_geoms: tuple[int, ...] = eqx.field(static=True, default=())
+    #: per mesh, the vertex indices of its triangles, flattened ``(3 · nface,)`` (MuJoCo
+    #: ``mesh_face``); empty: not recorded (rays cannot be cast at meshes)
+    mesh_faces: tuple[tuple[int, ...], ...] = eqx.field(static=True, default=())
+    #: geoms that rays pass through (MuJoCo ``mj_ray``: rgba alpha 0, or their material's)
+    transparent_geoms: tuple[int, ...] = eqx.field(static=True, default=())
 
     # --- counts -----------------------------------------------------------------------------
     @property

@@ -395,6 +395,17 @@ def _geom_data_index(mj, geom_type) -> tuple[int, ...]:
     return tuple(int(i) if int(t) == int(geom_type) else -1 for t, i in zip(mj.geom_type, mj.geom_dataid))
 
 
+def _transparent_geoms(mj) -> tuple[int, ...]:
+    """The geoms MuJoCo's ``mj_ray`` skips as invisible: rgba alpha 0 without a material, or a
+    material with alpha 0."""
+    material = np.asarray(mj.geom_matid)
+    alpha = np.asarray(mj.geom_rgba, np.float64).reshape(mj.ngeom, 4)[:, 3]
+    material_alpha = np.asarray(mj.mat_rgba, np.float64).reshape(-1, 4)[:, 3]
+    return tuple(g for g in range(mj.ngeom)
+                 if (material[g] < 0 and alpha[g] == 0)
+                 or (material[g] >= 0 and material_alpha[material[g]] == 0))
+
+
 def _hfield_grids(mj, arr) -> tuple:
     """Per height field, its ``(nrow, ncol)`` normalised elevations (MuJoCo ``hfield_data``)."""
     grids = []
@@ -554,6 +565,10 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         joint_actuator_force_limited=tuple(int(j) for j in np.flatnonzero(np.asarray(mj.jnt_actfrclimited))),
         fluid_bodies=fluid_bodies,
         fluid_geoms=fluid_geoms,
+        mesh_faces=tuple(tuple(int(i) for i in np.asarray(mj.mesh_face[mj.mesh_faceadr[m]:
+                                                              mj.mesh_faceadr[m] + mj.mesh_facenum[m]]).ravel())
+                         for m in range(mj.nmesh)),
+        transparent_geoms=_transparent_geoms(mj),
         collision=build_collision_structure(
             geom_type=tuple(_GEOM_FROM_MJ[int(t)] for t in mj.geom_type),
             geom_body=tuple(int(b) for b in mj.geom_bodyid),
