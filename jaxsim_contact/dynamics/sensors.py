@@ -9,7 +9,8 @@ xbodies, bodies' inertial frames, geoms and sites, optionally in a reference fra
 ``e_potential``, ``e_kinetic``, ``clock`` — the actuation sensors ``actuatorfrc``,
 ``jointactfrc``, ``tendonactfrc`` — and the acceleration-stage sensors (MuJoCo
 ``mj_sensorAcc``) ``accelerometer``, ``framelinacc``, ``frameangacc``, ``force``, ``torque``,
-``jointlimitfrc``, ``tendonlimitfrc``. Those read the state's acceleration and constraint forces,
+``jointlimitfrc``, ``tendonlimitfrc`` — and site ``rangefinder``s reading the distance only
+(:func:`_rangefinders`). The acceleration-stage ones read the state's acceleration and constraint forces,
 which :func:`sensors` computes when one of them is requested by running the step's dynamics and
 constraint solve at the state (:mod:`.body_forces`: MuJoCo's ``qacc``, ``cacc``, ``cfrc_int``
 with this engine's hard constraint forces — equal to MuJoCo's wherever no constraint is active).
@@ -26,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..collision.ray import ray_scene
 from ..math import quat_mul, quat_normalize, quat_to_matrix
 from ..constraints import limited_joints, limited_tendons, slot_ranges
 from ..model import Model, State
@@ -46,7 +48,7 @@ COMPUTED_SENSORS = frozenset({
     "framexaxis", "frameyaxis", "framezaxis", "framelinvel", "frameangvel", "gyro", "velocimeter",
     "magnetometer", "subtreecom", "subtreelinvel", "subtreeangmom", "e_potential", "e_kinetic",
     "clock", "accelerometer", "framelinacc", "frameangacc", "force", "torque", "jointlimitfrc",
-    "tendonlimitfrc"})
+    "tendonlimitfrc", "rangefinder"})
 
 #: sensors that read the body accelerations and interaction forces (MuJoCo mj_rnePostConstraint)
 _BODY_FORCE_SENSORS = frozenset({"accelerometer", "framelinacc", "frameangacc", "force", "torque"})
@@ -160,6 +162,7 @@ def sensors(model: Model, state: State, ctrl: jax.Array | None = None,
                                                             "subtreeangmom"} else None
     dynamics = constrained_dynamics(model, state, ctrl) if kinds & _SOLVE_SENSORS else None
     bodies = body_forces(model, dynamics, v) if kinds & _BODY_FORCE_SENSORS else None
+    rangefinder = _rangefinders(model, frames, [s for s in chosen if specification.kind[s] == "rangefinder"])
     tree = model.tree
     values = []
     for s in chosen:
@@ -196,6 +199,8 @@ def sensors(model: Model, state: State, ctrl: jax.Array | None = None,
             angular, linear = frames.velocity(_SITE, index)
             rotation = frames.frame(_SITE, index)[1]
             value = rotation.T @ (angular if kind == "gyro" else linear)
+        elif kind == "rangefinder":
+            value = rangefinder[s]
         elif kind in ("subtreecom", "subtreelinvel", "subtreeangmom"):
             value = subtree[("subtreecom", "subtreelinvel", "subtreeangmom").index(kind)][index]
         elif kind == "magnetometer":
@@ -230,6 +235,37 @@ def _selection(model: Model, select) -> tuple[int, ...]:
         else:
             chosen.append(int(item))
     return tuple(chosen)
+
+
+def _rangefinders(model: Model, frames: _Frames, chosen: Sequence[int]) -> dict[int, jax.Array]:
+    """Site rangefinders (MuJoCo ``mj_sensorPos``, ``mjSENS_RANGEFINDER``): per sensor ``(1,)``, the
+    distance (m) from the site along its ``+z`` axis to the nearest geom not on the site's body
+    (``mj_ray`` with no group filter, static geoms included, transparent geoms skipped;
+    :func:`~jaxsim_contact.collision.ray.ray_scene`), ``-1`` when the ray hits nothing. The rays of
+    all ``chosen`` sensors are cast in one vmapped call.
+
+    Raises:
+      NotImplementedError: a camera rangefinder, or one reading more than one number (MuJoCo's
+        ``data`` fields other than ``dist`` or ``depth``, which equal the distance for a site).
+    """
+    specification = model.sensors
+    if not chosen:
+        return {}
+    for s in chosen:
+        if specification.object_type[s] != _SITE or specification.dimension[s] != 1:
+            raise NotImplementedError(
+                f"{model.source}: rangefinder {specification.names[s] or s} is on a camera or reads "
+                "fields other than its distance (only site rangefinders with data=\"dist\" are computed)")
+    sites = [specification.object_id[s] for s in chosen]
+    origins = jnp.stack([frames.frame(_SITE, site)[0] for site in sites])
+    directions = jnp.stack([frames.frame(_SITE, site)[1][:, 2] for site in sites])
+    exclude = jnp.asarray([model.site_body[site] for site in sites], jnp.int32)
+    distance, _, hit = jax.vmap(
+        lambda origin, direction, body: ray_scene(model, frames.kin.body_pos, frames.kin.body_quat,
+                                                  origin, direction, exclude_body=body))(
+        origins, directions, exclude)
+    reading = jnp.where(hit, distance, -1.0)
+    return {s: reading[i][None] for i, s in enumerate(chosen)}
 
 
 def _frame_sensor(frames: _Frames, kind: str, obj: int, index: int, ref_type: int, ref: int):

@@ -9,6 +9,7 @@ Tolerance: distances agree to ``1e-10 · max(1, t)`` — the two computations ro
 product), and a ray nearly parallel to a plane has a long, ill-conditioned ``t``.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -240,3 +241,71 @@ def test_no_hit_has_finite_zero_gradient():
     assert not hit and value == 0.0
     gradient = jax.grad(lambda o: distance(o)[0])(jnp.asarray([2.0, 0.0, 0.0]))
     np.testing.assert_array_equal(gradient, np.zeros(3))
+
+
+def _rangefinder_states(mj, model, rng, count):
+    """``count`` random MuJoCo data / engine states (a free root gets a random orientation)."""
+    data = mujoco.MjData(mj)
+    for _ in range(count):
+        data.qpos[:] = mj.qpos0 + 0.4 * rng.normal(size=mj.nq)
+        if mj.njnt and mj.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE:
+            data.qpos[3:7] = rng.normal(size=4)
+        mujoco.mj_normalizeQuat(mj, data.qpos)
+        data.qvel[:] = rng.normal(size=mj.nv)
+        mujoco.mj_forward(mj, data)
+        yield data, jc.init(model, q=jnp.asarray(data.qpos), v=jnp.asarray(data.qvel))
+
+
+def _dm_control_quadruped():
+    dm_control = pytest.importorskip("dm_control")
+    return Path(os.path.dirname(dm_control.__file__)) / "suite" / "quadruped.xml"
+
+
+@pytest.mark.parametrize("source", ["sensor", "quadruped"])
+def test_rangefinders_equal_mujoco(source):
+    """Every rangefinder equals MuJoCo's ``sensordata`` (to 1e-8) on 5 random states: MJX's
+    ``sensor/sensor.xml`` (2) and dm_control's quadruped (20, on a random 201 × 201 terrain,
+    randomly oriented: both hits and misses (−1) occur)."""
+    path = MJX_DATA / "sensor" / "sensor.xml" if source == "sensor" else _dm_control_quadruped()
+    mj = mujoco.MjModel.from_xml_path(str(path))
+    with pytest.warns(jc.io.IgnoredSensorWarning):
+        model = jc.load(path)
+    rng = np.random.default_rng(5)
+    if mj.nhfield:
+        # bumps up to 5 % of the elevation scale (0.25 m): the robot stands above the terrain
+        mj.hfield_data[:] = rng.uniform(0.0, 0.05, size=mj.hfield_data.shape)
+        model = jc.io.set_height_field(model, 0, np.asarray(mj.hfield_data, np.float64).reshape(
+            int(mj.hfield_nrow[0]), int(mj.hfield_ncol[0])))
+    chosen = tuple(i for i, kind in enumerate(model.sensors.kind) if kind == "rangefinder")
+    assert len(chosen) == {"sensor": 2, "quadruped": 20}[source]
+    read = jax.jit(lambda state: jc.sensors(model, state, select=chosen), compiler_options=FAST_COMPILE)
+    readings = []
+    for data, state in _rangefinder_states(mj, model, rng, 5):
+        expected = np.array([data.sensordata[mj.sensor_adr[i]] for i in chosen])
+        np.testing.assert_allclose(read(state), expected, rtol=0, atol=1e-8)
+        readings.append(expected)
+    readings = np.concatenate(readings)
+    assert np.any(readings > 0)
+    assert np.any(readings == -1.0) == (source == "quadruped")
+
+
+def test_rangefinder_cutoff_and_transparent_geoms(tmp_path):
+    """MuJoCo 4.0.0 treats a rangefinder as a real sensor: a cutoff clamps the distance and also
+    the −1 of a miss (to −cutoff); rays pass through a geom with rgba alpha 0; the site's own
+    body is ignored."""
+    path = tmp_path / "rangefinder.xml"
+    path.write_text(
+        '<mujoco><worldbody><geom type="plane" size="1 1 .1"/>'
+        '<geom type="box" size=".5 .5 .1" pos="0 0 1" rgba="1 1 1 0"/>'
+        '<body pos="0 0 2"><freejoint/><geom size=".1"/><site name="down" euler="180 0 0"/>'
+        '<site name="up"/></body></worldbody><sensor><rangefinder site="down" cutoff="0.5"/>'
+        '<rangefinder site="up" cutoff="0.5"/><rangefinder site="down"/><rangefinder site="up"/>'
+        '</sensor></mujoco>')
+    mj = mujoco.MjModel.from_xml_path(str(path))
+    data = mujoco.MjData(mj)
+    mujoco.mj_forward(mj, data)
+    with pytest.warns(jc.io.IgnoredSensorWarning):
+        model = jc.load(path)
+    np.testing.assert_allclose(data.sensordata, [0.5, -0.5, 2.0, -1.0])
+    read = jax.jit(lambda state: jc.sensors(model, state), compiler_options=FAST_COMPILE)
+    np.testing.assert_allclose(read(jc.init(model)), data.sensordata, atol=1e-12)

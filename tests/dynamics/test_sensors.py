@@ -1,6 +1,6 @@
 """``jc.sensors``: MuJoCo's ``sensordata`` layout, against MuJoCo C 4.0.0 on MJX's sensor test
 models (``sensor/sensor.xml``: 75 sensors, frames of xbodies, bodies, geoms and sites in reference
-frames of each type, accelerometers, force / torque sensors; ``actuator/tendon_force_clamp.xml``)
+frames of each type, accelerometers, force / torque sensors, rangefinders; ``actuator/tendon_force_clamp.xml``)
 and MJX's barkour quadruped (an IMU); the acceleration-stage sensors with contacts and joint limits
 against closed forms (a box resting on the floor, an arm held by its joint limit)."""
 
@@ -57,7 +57,7 @@ def test_computed_sensors_equal_mujoco(relative, tmp_path):
         model = jc.load(path)
     mj = mujoco.MjModel.from_xml_path(str(path))
     chosen = tuple(i for i, kind in enumerate(model.sensors.kind) if kind in COMPUTED_SENSORS)
-    assert len(chosen) == {"sensor/sensor.xml": 65, "actuator/tendon_force_clamp.xml": 4}[relative]
+    assert len(chosen) == {"sensor/sensor.xml": 67, "actuator/tendon_force_clamp.xml": 4}[relative]
     read = jax.jit(lambda state, ctrl: jc.sensors(model, state, ctrl, select=chosen),
                    compiler_options=FAST_COMPILE)
     rng = np.random.default_rng(0)
