@@ -749,8 +749,10 @@ class Model(eqx.Module):
         drag, slender drag, angular drag, Kutta lift, Magnus lift; dimensionless), the virtual
         mass ``(3,)`` (m³) and virtual inertia ``(3,)`` (m⁵) per unit fluid density, along the
         geom's axes, as MuJoCo's compiler computed them from the geom's size.
-    Sites (points and frames on bodies: tendon paths, equality constraints):
-      site_pos ``(nsite, 3)``, site_quat ``(nsite, 4)`` in the body frame; site_body, site_names
+    Sites (points and frames on bodies: tendon paths, equality constraints, sensors):
+      site_pos ``(nsite, 3)``, site_quat ``(nsite, 4)`` in the body frame; site_size ``(nsite,
+      3)`` (m, MuJoCo ``site_size`` with ``site_type``'s geom conventions: the zone of a touch
+      sensor); site_body, site_type (:class:`~jaxsim_contact.types.GeomType`), site_names
       (static).
     """
 
@@ -794,6 +796,7 @@ class Model(eqx.Module):
     hfield_data: tuple[jax.Array, ...]
     site_pos: jax.Array
     site_quat: jax.Array
+    site_size: jax.Array
 
     options: Options
     tendons: Tendons
@@ -820,6 +823,7 @@ class Model(eqx.Module):
     hfield_names: tuple[str, ...] = eqx.field(static=True)
     site_body: tuple[int, ...] = eqx.field(static=True)
     site_names: tuple[str, ...] = eqx.field(static=True)
+    site_type: tuple[GeomType, ...] = eqx.field(static=True)
     exclude_body_pairs: tuple[tuple[int, int], ...] = eqx.field(static=True)
     source: str = eqx.field(static=True, default="")
     #: explicit geom pairs (MuJoCo ``<contact><pair>``): candidates whatever their contype /

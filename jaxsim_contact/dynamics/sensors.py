@@ -9,7 +9,7 @@ xbodies, bodies' inertial frames, geoms and sites, optionally in a reference fra
 ``e_potential``, ``e_kinetic``, ``clock`` — the actuation sensors ``actuatorfrc``,
 ``jointactfrc``, ``tendonactfrc`` — and the acceleration-stage sensors (MuJoCo
 ``mj_sensorAcc``) ``accelerometer``, ``framelinacc``, ``frameangacc``, ``force``, ``torque``,
-``jointlimitfrc``, ``tendonlimitfrc`` — and site ``rangefinder``s reading the distance only
+``jointlimitfrc``, ``tendonlimitfrc``, ``touch`` — and site ``rangefinder``s reading the distance only
 (:func:`_rangefinders`). The acceleration-stage ones read the state's acceleration and constraint forces,
 which :func:`sensors` computes when one of them is requested by running the step's dynamics and
 constraint solve at the state (:mod:`.body_forces`: MuJoCo's ``qacc``, ``cacc``, ``cfrc_int``
@@ -27,11 +27,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..collision.ray import ray_scene
+from ..collision.ray import ray_primitive, ray_scene
 from ..math import quat_mul, quat_normalize, quat_to_matrix
 from ..constraints import limited_joints, limited_tendons, slot_ranges
 from ..model import Model, State
-from .body_forces import body_forces, constrained_dynamics
+from .body_forces import body_forces, constrained_dynamics, contact_slot_bodies
 from .crba import body_spatial_inertias
 from .energy import kinetic_energy, potential_energy
 from .kinematics import forward_kinematics, motion_axes
@@ -48,12 +48,12 @@ COMPUTED_SENSORS = frozenset({
     "framexaxis", "frameyaxis", "framezaxis", "framelinvel", "frameangvel", "gyro", "velocimeter",
     "magnetometer", "subtreecom", "subtreelinvel", "subtreeangmom", "e_potential", "e_kinetic",
     "clock", "accelerometer", "framelinacc", "frameangacc", "force", "torque", "jointlimitfrc",
-    "tendonlimitfrc", "rangefinder"})
+    "tendonlimitfrc", "touch", "rangefinder"})
 
 #: sensors that read the body accelerations and interaction forces (MuJoCo mj_rnePostConstraint)
 _BODY_FORCE_SENSORS = frozenset({"accelerometer", "framelinacc", "frameangacc", "force", "torque"})
 #: sensors that need the constraint solve at the state
-_SOLVE_SENSORS = _BODY_FORCE_SENSORS | {"jointlimitfrc", "tendonlimitfrc"}
+_SOLVE_SENSORS = _BODY_FORCE_SENSORS | {"jointlimitfrc", "tendonlimitfrc", "touch"}
 
 # MuJoCo mjtObj values of the frames a sensor may name
 _BODY, _XBODY, _GEOM, _SITE = 1, 2, 5, 6
@@ -215,6 +215,8 @@ def sensors(model: Model, state: State, ctrl: jax.Array | None = None,
             value = _interaction_sensor(frames, bodies, kind, index)
         elif kind in ("jointlimitfrc", "tendonlimitfrc"):
             value = _limit_force(model, dynamics.contact, kind, index)
+        elif kind == "touch":
+            value = _touch(model, frames, dynamics.contact, index)
         else:  # clock
             value = jnp.asarray(state.time, dtype)[None]
         values.append(_cutoff(value, specification.cutoff.astype(dtype)[s], specification.data_type[s]))
@@ -324,6 +326,29 @@ def _interaction_sensor(frames: _Frames, bodies, kind: str, index: int):
     if kind == "force":
         return rotation.T @ force
     return rotation.T @ (torque_origin - jnp.cross(position, force))
+
+
+def _touch(model: Model, frames: _Frames, contact, site: int) -> jax.Array:
+    """MuJoCo's touch sensor ``(1,)`` (N): the sum of the normal forces of the active contacts of
+    the site's body whose ray — from the contact point along the normal, pointing away from the
+    site's body's side — meets the site's volume (``mju_rayGeom``; always when the point is
+    inside it)."""
+    count = slot_ranges(model)["contacts"].stop
+    dtype = contact.force.dtype
+    if count == 0:
+        return jnp.zeros((1,), dtype)
+    body = model.site_body[site]
+    body_a, body_b = contact_slot_bodies(model, contact)
+    normal_force = contact.force[:count, 2]
+    involved = contact.active[:count] & ((body_a == body) | (body_b == body)) & (normal_force > 0)
+    position, rotation, _, _ = frames.frame(_SITE, site)
+    # the normal points from a to b: from the site's body towards the other when it is body a
+    direction = contact.frame[:count, 2] * jnp.where(body_b == body, -1.0, 1.0)[:, None]
+    origin = jnp.where(involved[:, None], contact.point[:count], position)
+    size = model.site_size.astype(dtype)[site]
+    _, hit = jax.vmap(lambda p, d: ray_primitive(p, d, position, rotation, size,
+                                                 model.site_type[site]))(origin, direction)
+    return jnp.sum(jnp.where(involved & hit, normal_force, 0.0))[None]
 
 
 def _limit_force(model: Model, contact, kind: str, index: int):

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..dynamics.sensors import COMPUTED_SENSORS
 from .errors import IgnoredOptionWarning, IgnoredSensorWarning, UnsupportedFeatureError
 
 __all__ = ["apply_options", "check_options", "warn_sensors"]
@@ -95,8 +96,6 @@ def warn_sensors(mj, path: Path) -> None:
     :class:`~.errors.IgnoredSensorWarning` naming the file and the count of each such type
     (never a silent drop); reading one raises ``NotImplementedError``."""
     import mujoco
-
-    from ..dynamics.sensors import COMPUTED_SENSORS
 
     counts: dict[str, int] = {}
     for kind in np.asarray(mj.sensor_type):

@@ -9,7 +9,7 @@ Tolerance: distances agree to ``1e-10 · max(1, t)`` — the two computations ro
 product), and a ray nearly parallel to a plane has a long, ill-conditioned ``t``.
 """
 
-import os
+import warnings
 import sys
 from pathlib import Path
 
@@ -256,19 +256,16 @@ def _rangefinder_states(mj, model, rng, count):
         yield data, jc.init(model, q=jnp.asarray(data.qpos), v=jnp.asarray(data.qvel))
 
 
-def _dm_control_quadruped():
-    dm_control = pytest.importorskip("dm_control")
-    return Path(os.path.dirname(dm_control.__file__)) / "suite" / "quadruped.xml"
-
-
-@pytest.mark.parametrize("source", ["sensor", "quadruped"])
+@pytest.mark.parametrize("source", ["sensor", "testdata"])
 def test_rangefinders_equal_mujoco(source):
     """Every rangefinder equals MuJoCo's ``sensordata`` (to 1e-8) on 5 random states: MJX's
-    ``sensor/sensor.xml`` (2) and dm_control's quadruped (20, on a random 201 × 201 terrain,
-    randomly oriented: both hits and misses (−1) occur)."""
-    path = MJX_DATA / "sensor" / "sensor.xml" if source == "sensor" else _dm_control_quadruped()
+    ``sensor/sensor.xml`` (2) and MuJoCo's ``testdata/model.xml`` (1, over a random height field,
+    randomly oriented)."""
+    path = (MJX_DATA / "sensor" / "sensor.xml" if source == "sensor"
+            else MJX_DATA.parent.parent / "testdata" / "model.xml")
     mj = mujoco.MjModel.from_xml_path(str(path))
-    with pytest.warns(jc.io.IgnoredSensorWarning):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jc.io.IgnoredSensorWarning)  # sensor.xml's cameras
         model = jc.load(path)
     rng = np.random.default_rng(5)
     if mj.nhfield:
@@ -277,7 +274,7 @@ def test_rangefinders_equal_mujoco(source):
         model = jc.io.set_height_field(model, 0, np.asarray(mj.hfield_data, np.float64).reshape(
             int(mj.hfield_nrow[0]), int(mj.hfield_ncol[0])))
     chosen = tuple(i for i, kind in enumerate(model.sensors.kind) if kind == "rangefinder")
-    assert len(chosen) == {"sensor": 2, "quadruped": 20}[source]
+    assert len(chosen) == {"sensor": 2, "testdata": 1}[source]
     read = jax.jit(lambda state: jc.sensors(model, state, select=chosen), compiler_options=FAST_COMPILE)
     readings = []
     for data, state in _rangefinder_states(mj, model, rng, 5):
@@ -286,7 +283,7 @@ def test_rangefinders_equal_mujoco(source):
         readings.append(expected)
     readings = np.concatenate(readings)
     assert np.any(readings > 0)
-    assert np.any(readings == -1.0) == (source == "quadruped")
+    assert np.any(readings == -1.0) == (source == "testdata")  # misses as well as hits
 
 
 def test_rangefinder_cutoff_and_transparent_geoms(tmp_path):
@@ -304,8 +301,7 @@ def test_rangefinder_cutoff_and_transparent_geoms(tmp_path):
     mj = mujoco.MjModel.from_xml_path(str(path))
     data = mujoco.MjData(mj)
     mujoco.mj_forward(mj, data)
-    with pytest.warns(jc.io.IgnoredSensorWarning):
-        model = jc.load(path)
+    model = jc.load(path)
     np.testing.assert_allclose(data.sensordata, [0.5, -0.5, 2.0, -1.0])
     read = jax.jit(lambda state: jc.sensors(model, state), compiler_options=FAST_COMPILE)
     np.testing.assert_allclose(read(jc.init(model)), data.sensordata, atol=1e-12)

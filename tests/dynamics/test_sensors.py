@@ -57,7 +57,7 @@ def test_computed_sensors_equal_mujoco(relative, tmp_path):
         model = jc.load(path)
     mj = mujoco.MjModel.from_xml_path(str(path))
     chosen = tuple(i for i, kind in enumerate(model.sensors.kind) if kind in COMPUTED_SENSORS)
-    assert len(chosen) == {"sensor/sensor.xml": 67, "actuator/tendon_force_clamp.xml": 4}[relative]
+    assert len(chosen) == {"sensor/sensor.xml": 73, "actuator/tendon_force_clamp.xml": 4}[relative]
     read = jax.jit(lambda state, ctrl: jc.sensors(model, state, ctrl, select=chosen),
                    compiler_options=FAST_COMPILE)
     rng = np.random.default_rng(0)
@@ -127,8 +127,10 @@ RESTING_BOX = """<mujoco><option timestep="0.002"/><worldbody>
   <geom type="plane" size="2 2 .1"/>
   <body name="box" pos="0 0 .1"><freejoint/><geom type="box" size=".1 .1 .1" mass="2"/>
     <site name="imu" pos=".03 .02 .05"/><site name="bottom" type="box" pos="0 0 -.1" size=".12 .12 .02"/>
+    <site name="top" type="box" pos="0 0 .1" size=".12 .12 .02"/>
   </body></worldbody>
-  <sensor><accelerometer site="imu"/><force site="imu"/><torque site="imu"/></sensor></mujoco>"""
+  <sensor><accelerometer site="imu"/><force site="imu"/><torque site="imu"/>
+    <touch site="bottom"/><touch site="top"/></sensor></mujoco>"""
 
 HELD_ARM = """<mujoco><option timestep="0.002"/><worldbody>
   <body name="arm"><joint name="hinge" axis="0 1 0" range="-10 0"/><site name="root"/>
@@ -141,16 +143,19 @@ HELD_ARM = """<mujoco><option timestep="0.002"/><worldbody>
 def test_acceleration_sensors_see_the_hard_constraint_forces(tmp_path):
     """With contacts and limits the acceleration-stage sensors read this engine's constraint
     forces (closed forms): a 2 kg box resting on the floor feels gravity upwards in its
-    accelerometer (``+g``, MuJoCo's convention) and no parent force (a free body: the floor's
-    push is external); an arm lying horizontally on its joint limit is held by the limit
+    accelerometer (``+g``, MuJoCo's convention), no parent force (a free body: the floor's
+    push is external), its weight in a touch zone around its bottom face and nothing on top; an arm lying horizontally on its joint limit is held by the limit
     (``jointlimitfrc`` = torque sensor = ``m g L/2``, force sensor = ``m g`` up) and does not
     accelerate."""
     g = 9.81
     box_path = tmp_path / "box.xml"
     box_path.write_text(RESTING_BOX)
     box = jc.load(box_path)
-    state = jc.rollout(box, jc.init(box), jnp.zeros((100, 0)))[0]  # settle on the floor
-    accelerometer, force, torque = np.split(np.asarray(jc.sensors(box, state)), 3)
+    values = np.asarray(jax.jit(lambda state: jc.sensors(box, state), compiler_options=FAST_COMPILE)(
+        jc.init(box)))  # at rest on the floor
+    accelerometer, force, torque, (bottom, top) = np.split(values[:9], 3) + [values[9:]]
+    np.testing.assert_allclose(bottom, 2.0 * g, rtol=1e-6)  # the floor carries the weight
+    assert top == 0.0
     np.testing.assert_allclose(accelerometer, [0.0, 0.0, g], atol=1e-6)
     np.testing.assert_allclose(force, 0.0, atol=1e-6)
     np.testing.assert_allclose(torque, 0.0, atol=1e-6)
@@ -158,7 +163,8 @@ def test_acceleration_sensors_see_the_hard_constraint_forces(tmp_path):
     arm_path = tmp_path / "arm.xml"
     arm_path.write_text(HELD_ARM)
     arm = jc.load(arm_path)
-    values = np.asarray(jc.sensors(arm, jc.init(arm)))
+    values = np.asarray(jax.jit(lambda state: jc.sensors(arm, state), compiler_options=FAST_COMPILE)(
+        jc.init(arm)))
     torque, force, limit, angular_acc, linear_acc = values[:3], values[3:6], values[6], values[7:10], values[10:]
     moment = 1.5 * g * 0.2
     # gravity pulls the arm down (-z at x > 0 turns it by +y): the limit at 0 holds it
@@ -205,3 +211,28 @@ def test_static_and_mocap_accelerometers_read_gravity_as_mujoco(tmp_path):
     mujoco.mj_forward(mj, data)
     model = jc.load(path)
     np.testing.assert_allclose(jc.sensors(model, jc.init(model)), data.sensordata, rtol=0, atol=1e-12)
+
+
+def test_touch_sensors_of_mjx_sensor_model_equal_mujoco():
+    """MJX's touch sensors (sphere, box, capsule and ellipsoid zones at one end of four capsules of
+    condim 1, 3 and 6 lying on a plane): each reads half its capsule's weight, as MuJoCo C does
+    after the capsules settle (measured ``m g / 2`` to 1e-8 there), here at the resting state from
+    the hard contact solve (1e-6)."""
+    path = MJX_DATA / "sensor" / "sensor.xml"
+    mj = mujoco.MjModel.from_xml_path(str(path))
+    data = mujoco.MjData(mj)
+    for _ in range(500):
+        mujoco.mj_step(mj, data)
+    with pytest.warns(jc.io.IgnoredSensorWarning):
+        model = jc.load(path)
+    touch = [i for i, kind in enumerate(model.sensors.kind) if kind == "touch"]
+    assert len(touch) == 6
+    mujoco_touch = data.sensordata[[mj.sensor_adr[i] for i in touch]]
+    capsules = np.flatnonzero(mj.body_jntnum > 0)[-4:]
+    np.testing.assert_allclose(mujoco_touch, mj.body_mass[capsules[0]] * 9.81 / 2, rtol=1e-8)
+    q = np.asarray(model.qpos0).copy()
+    for body in capsules:  # resting on the plane (MuJoCo's file starts them half sunk in it)
+        q[mj.jnt_qposadr[mj.body_jntadr[body]] + 2] += 0.0125
+    state = jc.init(model, q=jnp.asarray(q))
+    ours = jax.jit(lambda s: jc.sensors(model, s, select=touch), compiler_options=FAST_COMPILE)(state)
+    np.testing.assert_allclose(ours, mujoco_touch, rtol=1e-6)
