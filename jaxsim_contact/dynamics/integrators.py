@@ -18,7 +18,12 @@ not symmetric either and is treated the same way. The ellipsoid fluid model's ``
 symmetric (added mass, Magnus and Kutta lift): ``implicitfast`` uses its symmetric part except on
 those lone free bodies, as MuJoCo does (``mjd_ellipsoidFluid``). ``∂f/∂v`` is the exact
 forward-mode derivative of the engine's own forces (MuJoCo's ``mjd_smooth_vel`` computes the
-same derivatives analytically).
+same derivatives analytically), restricted to MuJoCo's tree sparsity pattern: the entries between
+two dofs neither of whose bodies is an ancestor of the other's — which a tendon's damping or an
+actuator on a tendon or site spanning two branches or trees puts there — are dropped, as MuJoCo's
+``qDeriv`` has no room for them. ``D`` is the integrator's choice (any ``D`` integrates to first
+order), so this costs no accuracy and keeps every step equal to ``mj_step``; the mass matrix ``M``
+is physics and keeps all its entries (``tests/dynamics/test_tendons.py``, tendon armature).
 
 RK4 follows MuJoCo's ``mj_RungeKutta``: stages ``k = 1..3`` at ``q_k = q ⊕ c_k h v_{k-1}``,
 ``v_k = v + c_k h a_{k-1}`` (``c = ½, ½, 1``), weights ``b = ⅙, ⅓, ⅓, ⅙``; positions advance by
@@ -42,13 +47,12 @@ from .actuation import activation_rate, clamp_controls
 from .crba import mass_matrix_from_kinematics
 from .integration import integrate_positions
 from .kinematics import forward_kinematics, motion_axes
-from .rnea import (actuator_forces, bias_forces_from_kinematics, passive_forces,
-                   site_actuator_forces, site_moments_outside_tree_pattern)
+from .rnea import actuator_forces, bias_forces_from_kinematics, passive_forces
 from .tendons import tendon_armature, tendon_kinematics
 
 __all__ = ["smooth_terms", "integrator_matrix", "integrator_matrix_is_symmetric",
            "velocity_matrix_groups", "force_velocity_derivative", "rk4_velocities",
-           "uses_velocity_derivative", "RK4_STAGE_FRACTIONS", "RK4_WEIGHTS"]
+           "uses_velocity_derivative", "tree_sparsity_pattern", "RK4_STAGE_FRACTIONS", "RK4_WEIGHTS"]
 
 #: ``c_k`` of stages 1..3 (each stage uses only the previous one's slope: MuJoCo's tableau)
 RK4_STAGE_FRACTIONS = (0.5, 0.5, 1.0)
@@ -58,14 +62,11 @@ RK4_WEIGHTS = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)
 
 def velocity_matrix_groups(model: Model, implicit_in_velocity: bool = False):
     """Blocks of ``H`` for :func:`jaxsim_contact.linalg.grouped_cholesky`: one per kinematic tree,
-    or one dense block when a tendon spanning several trees couples them — through its armature
-    (in ``M``), or, for the velocity-implicit integrators (``implicit_in_velocity``), through its
-    damping or a velocity-dependent actuator on it (in ``∂f/∂v``)."""
-    tendons = set(model.tendons.multi_tree_tendons)
-    coupling = tendons & set(model.tendons.armature_tendons)
-    if implicit_in_velocity and tendons:
-        coupling |= tendons  # damping / actuators: values are dynamic, so any such tendon couples
-    if coupling:
+    or one dense block when a tendon with armature spanning several trees couples them in ``M``.
+    (``∂f/∂v`` never couples two trees: module docstring. ``implicit_in_velocity`` is accepted for
+    the callers that pass the integrator's kind.)"""
+    del implicit_in_velocity
+    if set(model.tendons.multi_tree_tendons) & set(model.tendons.armature_tendons):
         return ((tuple(range(model.nv)),),)
     return model.tree.dof_tree_groups
 
@@ -93,16 +94,19 @@ def force_velocity_derivative(model: Model, q, v, ctrl, kin, axes, tendon,
     one the force uses: the two differ only for controls outside ``ctrlrange``.)"""
     derivative = jax.jacfwd(lambda w: _smooth_force(model, q, w, ctrl, kin, axes, tendon,
                                                     include_bias, act=act))(v)
-    outside = site_moments_outside_tree_pattern(model)
-    if outside is not None:
-        # MuJoCo adds a site actuator's momentᵀ·(∂force/∂velocity)·moment into qDeriv's sparse
-        # pattern (dofs in an ancestor-descendant relation): the entries between two branches
-        # or two trees, where a reference site on another branch puts them, are dropped
-        # (measured against mj_step of MuJoCo 4.0.0)
-        site_part = jax.jacfwd(lambda w: site_actuator_forces(model, q, w, ctrl, tendon, kin, axes,
-                                                              act=act))(v)
-        derivative = derivative - jnp.where(jnp.asarray(outside), site_part, 0.0)
+    # only tendons and site transmissions put entries outside the pattern (module docstring)
+    if model.ntendon or any(model.actuator_on_site):
+        outside = ~tree_sparsity_pattern(model)
+        if outside.any():  # MuJoCo's qDeriv has no room for them
+            derivative = jnp.where(jnp.asarray(outside), 0.0, derivative)
     return derivative
+
+
+def tree_sparsity_pattern(model: Model) -> np.ndarray:
+    """Static ``(nv, nv)`` bool: dof pairs one of whose bodies is the other's or an ancestor of it
+    (MuJoCo's sparsity of ``qM`` and ``qDeriv``)."""
+    ancestor = np.asarray(model.tree.dof_ancestor, dtype=bool)
+    return ancestor | ancestor.T
 
 
 def smooth_terms(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array, act):

@@ -34,8 +34,7 @@ from .._precision import full_precision_matmuls
 
 __all__ = ["bias_forces", "bias_forces_from_kinematics", "body_velocities_and_axis_rates",
            "body_accelerations", "body_inertial_forces", "passive_forces", "actuator_forces",
-           "actuator_terms", "site_transmissions", "site_actuator_forces",
-           "site_moments_outside_tree_pattern",
+           "actuator_terms", "site_transmissions",
            "gravity_compensation"]
 
 
@@ -395,45 +394,6 @@ def site_transmissions(model: Model, kin: Kinematics, axes: jax.Array):
     angle = quaternion_difference(quat, ref_quat)
     length = jnp.sum(offset * gear[:, :3], axis=-1) + jnp.sum(angle * gear[:, 3:], axis=-1)
     return jnp.where(has, length, 0.0), moment
-
-
-def site_actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | None,
-                         tendon=None, kinematics=None, axes=None, act: jax.Array | None = None):
-    """``(nv,)``: the part of :func:`actuator_forces` from the actuators with a site
-    transmission (``momentᵀ force``)."""
-    actuators = _site_actuators(model)
-    if actuators.size == 0:
-        return jnp.zeros((model.nv,), v.dtype)
-    if kinematics is None:
-        kinematics = forward_kinematics(model, q)
-        axes = motion_axes(model, kinematics)
-    tendon = _tendons_at(model, q, tendon) if any(model.actuator_on_tendon) else tendon
-    site_terms = site_transmissions(model, kinematics, axes)
-    _, _, force = actuator_terms(model, q, v, ctrl, tendon, act, site_terms=site_terms)
-    return force[actuators] @ site_terms[1].astype(v.dtype)
-
-
-def site_moments_outside_tree_pattern(model: Model) -> np.ndarray | None:
-    """Static ``(nv, nv)`` bool: the pairs of dofs outside MuJoCo's tree sparsity pattern
-    (neither dof's body an ancestor of the other's) that some site transmission's moment couples
-    (a reference site on another branch or tree); ``None`` when there is none."""
-    actuators = _site_actuators(model)
-    refsites = np.asarray(model.actuator_refsite, dtype=np.int64)[actuators] if actuators.size else actuators
-    if not np.any(refsites >= 0):
-        return None
-    tree = model.tree
-    site_body = np.asarray(model.site_body, dtype=np.int64)
-    moves = np.asarray(tree.dof_moves_body, dtype=bool)
-    ancestor = np.asarray(tree.dof_ancestor, dtype=bool)
-    pattern = ancestor | ancestor.T
-    outside = np.zeros((model.nv, model.nv), dtype=bool)
-    for a, ref in zip(actuators, refsites):
-        if ref < 0:
-            continue
-        first, second = moves[site_body[model.actuator_target[a]]], moves[site_body[ref]]
-        support = (first | second) & ~(first & second)
-        outside |= np.outer(support, support) & ~pattern
-    return outside if outside.any() else None
 
 
 def _with_muscles(model: Model, length, velocity, actuator_in, affine_gain, force):

@@ -27,7 +27,8 @@ NO_COLLISION = 'contype="0" conaffinity="0"'
 #: every dof kind and every velocity-dependent force the integrators treat differently: a free
 #: body alone in its tree (implicitfast keeps its gyroscopic derivative), a floating chain (it
 #: does not), a ball joint, joint and tendon damping, velocity-dependent actuators on a joint
-#: and on a spatial tendon, a tendon spring
+#: and on a spatial tendon, a tendon spring; a damped tendon with a velocity actuator across two
+#: trees (MuJoCo's qDeriv drops its cross-tree entries, and so does the engine's ∂f/∂v)
 SCENE = f"""
 <mujoco><option timestep="0.01" integrator="{{integrator}}"/>
  <worldbody>
@@ -37,15 +38,18 @@ SCENE = f"""
    <body pos="0.4 0 0"><joint type="ball" damping="0.1"/>
     <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.03" {NO_COLLISION}/>
     <site name="tip" pos="0 0 -0.3"/></body></body>
-  <body pos="1 0 1"><freejoint/><geom type="box" size="0.1 0.05 0.02" {NO_COLLISION}/></body>
+  <body pos="1 0 1"><freejoint/><geom type="box" size="0.1 0.05 0.02" {NO_COLLISION}/>
+   <site name="corner" pos="0.1 0.05 0"/></body>
   <body pos="0 1 1"><freejoint/><geom type="box" size="0.1 0.05 0.02" {NO_COLLISION}/>
    <body pos="0.1 0 0"><joint type="hinge" axis="0 1 0"/>
     <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" {NO_COLLISION}/></body></body>
  </worldbody>
  <tendon><spatial name="rope" damping="0.5" stiffness="3"><site site="tip"/><site site="anchor"/></spatial>
-  <fixed damping="0.2"><joint joint="hinge" coef="1"/></fixed></tendon>
+  <fixed damping="0.2"><joint joint="hinge" coef="1"/></fixed>
+  <spatial name="across" damping="0.4"><site site="tip"/><site site="corner"/></spatial></tendon>
  <actuator><velocity joint="hinge" kv="2"/><position tendon="rope" kp="5" kv="1"/>
-  <damper joint="hinge" kv="0.5" ctrlrange="0 1"/><motor joint="hinge" gear="2"/></actuator>
+  <damper joint="hinge" kv="0.5" ctrlrange="0 1"/><motor joint="hinge" gear="2"/>
+  <velocity tendon="across" kv="0.7"/></actuator>
 </mujoco>"""
 
 
@@ -132,7 +136,8 @@ DERIVATIVE_SCENE = f"""
    <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.04" {NO_COLLISION}/>
    <body pos="0.4 0 0"><joint type="ball" damping="0.1"/>
     <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.03" {NO_COLLISION}/></body></body>
-  <body pos="1 0 1"><freejoint/><geom type="box" size="0.1 0.05 0.02" {NO_COLLISION}/></body>
+  <body pos="1 0 1"><freejoint/><geom type="box" size="0.1 0.05 0.02" {NO_COLLISION}/>
+   <site name="corner" pos="0.1 0.05 0"/></body>
  </worldbody>
  <actuator><velocity joint="shoulder" kv="2"/></actuator>
 </mujoco>"""
