@@ -15,7 +15,8 @@ which :func:`sensors` computes when one of them is requested by running the step
 constraint solve at the state (:mod:`.body_forces`: MuJoCo's ``qacc``, ``cacc``, ``cfrc_int``
 with this engine's hard constraint forces — equal to MuJoCo's wherever no constraint is active).
 Cutoffs as MuJoCo (real sensors clamped to ``±cutoff``, positive ones to ``cutoff``; axes and
-quaternions never). Other kinds (limit distances and velocities, cameras, user / plugin
+quaternions never). A sensor's ``noise`` is metadata, as in MuJoCo since 3.1.4 (which removed its
+``sensornoise`` flag): no noise is added. Other kinds (limit distances and velocities, cameras, user / plugin
 sensors, ...) are not computed: :func:`sensors` raises ``NotImplementedError`` naming them.
 """
 
