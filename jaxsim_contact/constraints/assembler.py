@@ -28,7 +28,8 @@ import numpy as np
 
 from ..contact import ContactProblem
 from ..model import Model, Options, State
-from . import contact_rows, equality_rows, friction_rows, limit_rows, tendon_limit_rows
+from . import (ball_limit_rows, contact_rows, equality_rows, friction_rows, limit_rows,
+               tendon_limit_rows)
 from .rows import KIND_ORDER, RowBlock, RowKind, SlotGeometry
 
 __all__ = ["PRODUCERS", "Producer", "num_constraint_slots", "slot_ranges", "constraint_rows", "any_row_in_reach",
@@ -56,6 +57,12 @@ PRODUCERS: tuple[Producer, ...] = (
                  model, state.q, state.v, dt, margin),
              lambda model, state, smooth, dt, margin, all_far: (
                  limit_rows.limit_rows(model, state.q, state.v, dt, margin), jnp.zeros((), bool))),
+    Producer("ball_limits", lambda model: len(ball_limit_rows.limited_ball_joints(model)),
+             lambda model, state, smooth, dt, margin: ball_limit_rows.ball_limits_in_reach(
+                 model, state.q, state.v, dt, margin),
+             lambda model, state, smooth, dt, margin, all_far: (
+                 ball_limit_rows.ball_limit_rows(model, state.q, state.v, dt, margin),
+                 jnp.zeros((), bool))),
     Producer("tendon_limits", lambda model: len(tendon_limit_rows.limited_tendons(model)),
              lambda model, state, smooth, dt, margin: tendon_limit_rows.tendon_limits_in_reach(
                  model, smooth, state.v, dt, margin),

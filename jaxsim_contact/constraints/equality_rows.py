@@ -34,6 +34,7 @@ from ..math import quat_conj, quat_mul, quat_rotate, safe_norm
 from ..model import EqualityKind, Model, Options
 from .friction_rows import friction_slots
 from .jacobian import point_jacobian, rotation_jacobian, site_frames
+from .ball_limit_rows import limited_ball_joints
 from .limit_rows import limited_joints
 from .rows import RowBlock, RowKind
 from .tendon_limit_rows import limited_tendons
@@ -274,6 +275,7 @@ def equality_rows(model: Model, q: jax.Array, smooth) -> EqualityRows:
     dtype = q.dtype
     active = model.equalities.is_active()[slot_equality(model)]
     base = (KEY_STRIDE * collision_structure(model).num_pairs + len(limited_joints(model))
+            + len(limited_ball_joints(model))
             + len(limited_tendons(model)) + friction_slots(model))
     return EqualityRows(
         distance=-safe_norm(error), frame=jnp.broadcast_to(jnp.eye(3, dtype=dtype), (count, 3, 3)),

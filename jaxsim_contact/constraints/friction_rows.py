@@ -22,6 +22,7 @@ import numpy as np
 from ..collision.narrowphase import KEY_STRIDE
 from ..collision.pairs import collision_structure
 from ..model import Model, Options
+from .ball_limit_rows import limited_ball_joints
 from .limit_rows import limited_joints
 from .rows import NormalRowBlock, RowKind
 from .tendon_limit_rows import limited_tendons
@@ -70,6 +71,7 @@ def friction_rows(model: Model, smooth) -> FrictionRows:
                              model.tendons.frictionloss.astype(dtype)[tendons]])
     count = rows.shape[0]
     base = (KEY_STRIDE * collision_structure(model).num_pairs + len(limited_joints(model))
+            + len(limited_ball_joints(model))
             + len(limited_tendons(model)))
     return FrictionRows(
         distance=jnp.zeros((count,), dtype),

@@ -28,7 +28,8 @@ __all__ = ["LimitBlock", "LimitRows", "limit_rows", "limits_in_reach", "limited_
 
 def limited_joints(model: Model) -> tuple[int, ...]:
     """Static indices of the hinge/slide joints whose limits are constraints (none when
-    ``Options.enable_joint_limits`` is off; ball limits are not supported)."""
+    ``Options.enable_joint_limits`` is off; ball-joint limits are
+    :mod:`.ball_limit_rows`' slots)."""
     if not model.options.enable_joint_limits:
         return ()
     tree = model.tree

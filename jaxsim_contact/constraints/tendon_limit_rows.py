@@ -18,6 +18,7 @@ import numpy as np
 from ..collision.narrowphase import KEY_STRIDE
 from ..collision.pairs import collision_structure
 from ..model import Model
+from .ball_limit_rows import limited_ball_joints
 from .limit_rows import LimitBlock, limited_joints
 
 __all__ = ["TendonLimitRows", "limited_tendons", "tendon_limit_rows", "tendon_limits_in_reach"]
@@ -67,12 +68,13 @@ def tendon_limit_rows(model: Model, smooth, v: jax.Array, dt: jax.Array,
                       margin: jax.Array) -> TendonLimitRows:
     """The tendon-limit slots at the step's state (``smooth``: its
     :class:`~jaxsim_contact.dynamics.SmoothDynamics`, ``v`` ``(nv,)``, ``dt`` s, ``margin`` m);
-    keys follow the joint limits'."""
+    keys follow the ball-joint limits'."""
     tendons = limited_tendons(model)
     distance, rows, active = _window(model, smooth, v, dt, margin, tendons)
     count = len(tendons)
     dtype = v.dtype
-    base = KEY_STRIDE * collision_structure(model).num_pairs + len(limited_joints(model))
+    base = (KEY_STRIDE * collision_structure(model).num_pairs + len(limited_joints(model))
+            + len(limited_ball_joints(model)))
     return TendonLimitRows(
         distance=distance, frame=jnp.broadcast_to(jnp.eye(3, dtype=dtype), (count, 3, 3)),
         friction=jnp.zeros((count,), dtype), key=jnp.asarray(base + np.arange(count), jnp.int32),
