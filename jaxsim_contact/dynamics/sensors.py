@@ -30,7 +30,7 @@ import numpy as np
 
 from ..collision.ray import ray_primitive, ray_scene
 from ..math import quat_mul, quat_normalize, quat_to_matrix
-from ..constraints import limited_joints, limited_tendons, slot_ranges
+from ..constraints import limited_ball_joints, limited_joints, limited_tendons, slot_ranges
 from ..model import Model, State
 from .body_forces import body_forces, constrained_dynamics, contact_slot_bodies
 from .crba import body_spatial_inertias
@@ -354,14 +354,18 @@ def _touch(model: Model, frames: _Frames, contact, site: int) -> jax.Array:
 
 def _limit_force(model: Model, contact, kind: str, index: int):
     """The limit slot's normal force (N or N·m; MuJoCo ``efc_force`` of the joint's or tendon's
-    limit row), zero when the joint or tendon has no limit slot or the slot is inactive."""
-    joint = kind == "jointlimitfrc"
-    limited = limited_joints(model) if joint else limited_tendons(model)
+    limit row — a ball joint's single row on its rotation angle included), zero when the joint or
+    tendon has no limit slot or the slot is inactive."""
     dtype = contact.force.dtype
-    if index not in limited:
-        return jnp.zeros((1,), dtype)
-    slot = slot_ranges(model)["limits" if joint else "tendon_limits"].start + limited.index(index)
-    return jnp.where(contact.active[slot], contact.force[slot, 2], 0.0)[None]
+    if kind == "tendonlimitfrc":
+        blocks = (("tendon_limits", limited_tendons(model)),)
+    else:
+        blocks = (("limits", limited_joints(model)), ("ball_limits", limited_ball_joints(model)))
+    for name, limited in blocks:
+        if index in limited:
+            slot = slot_ranges(model)[name].start + limited.index(index)
+            return jnp.where(contact.active[slot], contact.force[slot, 2], 0.0)[None]
+    return jnp.zeros((1,), dtype)
 
 
 def _cutoff(value: jax.Array, cutoff: jax.Array, data_type: str) -> jax.Array:
