@@ -715,13 +715,20 @@ class Model(eqx.Module):
       gear·force·J_tendon. ``actuator_target`` (static) is the joint or, where
       ``actuator_on_tendon``, the tendon, or, where ``actuator_on_site``, the site.
       Site transmission (MuJoCo ``mjTRN_SITE``), with the full gear ``g = actuator_site_gear``
-      ``(nu, 6)`` (MuJoCo ``actuator_gear``; only read for site actuators): without a reference
+      ``(nu, 6)`` (MuJoCo ``actuator_gear``; only read for site actuators and joint actuators on ball and
+      free joints): without a reference
       site (``actuator_refsite`` ``-1``) length 0 and moment ``J_pᵀ R_s g[:3] + J_rᵀ R_s g[3:]``
       (site Jacobians, site orientation ``R_s``); with one, length
       ``(R_refᵀ (p_s − p_ref))·g[:3] + subQuat(q_s, q_ref)·g[3:]`` and moment the Jacobian
       difference site − reference (columns of the dofs moving both zeroed) projected on
       ``R_ref g`` (as MuJoCo: not exactly the length's derivative); velocity = moment·v,
       generalised force = moment·force.
+      Joint transmission on a ball or free joint (MuJoCo ``mjTRN_JOINT``, or
+      ``mjTRN_JOINTINPARENT`` where ``actuator_in_parent``), with the full gear ``g =
+      actuator_site_gear``: a ball joint's length is its rotation vector · ``a``, its moment ``a``
+      on the joint's dofs, ``a = g[:3]`` (or ``R(q)ᵀ g[:3]`` in the parent frame); a free joint's
+      length is 0 and its moment ``(g[:3], g[3:])`` (or ``R(q)ᵀ g[3:]`` in the parent frame)
+      (:func:`jaxsim_contact.dynamics.rnea.multi_dof_joint_transmissions`).
       actuator_gain ``(nu, 3)``, actuator_bias ``(nu, 3)``, actuator_gear ``(nu,)`` (first
       gear component: joint and tendon transmissions),
       actuator_ctrl_range / actuator_force_range ``(nu, 2)``. Activation dynamics and muscles:
@@ -848,6 +855,10 @@ class Model(eqx.Module):
     #: per actuator: a site transmission (MuJoCo ``mjTRN_SITE``; ``actuator_target`` is then the
     #: site); empty: none
     actuator_on_site: tuple[bool, ...] = eqx.field(static=True, default=())
+    #: per actuator: a joint transmission whose gear is in the joint's parent frame (MuJoCo
+    #: ``mjTRN_JOINTINPARENT``; the same as a joint transmission on hinge and slide joints);
+    #: empty: none
+    actuator_in_parent: tuple[bool, ...] = eqx.field(static=True, default=())
     #: per actuator: the reference site of a site transmission (MuJoCo ``refsite``), ``-1``
     #: where none (or not a site transmission); empty: none
     actuator_refsite: tuple[int, ...] = eqx.field(static=True, default=())

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..constraints.jacobian import point_jacobian, rotation_jacobian, site_frames
-from ..math import quat_conj, quat_mul, quat_normalize, quat_to_matrix, safe_norm
+from ..math import quat_conj, quat_mul, quat_normalize, quat_rotate, quat_to_matrix, safe_norm
 from ..model import Model
 from ..types import JointType
 from .actuation import actuator_input, clamp_controls, muscle_bias, muscle_gain
@@ -34,7 +34,7 @@ from .._precision import full_precision_matmuls
 
 __all__ = ["bias_forces", "bias_forces_from_kinematics", "body_velocities_and_axis_rates",
            "body_accelerations", "body_inertial_forces", "passive_forces", "actuator_forces",
-           "actuator_terms", "site_transmissions",
+           "actuator_terms", "multi_dof_joint_transmissions", "site_transmissions",
            "gravity_compensation"]
 
 
@@ -252,6 +252,9 @@ def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | 
     motor has ``b = 0``; a position servo has ``g = (kp, 0, 0)``, ``b = (0, -kp, -kv)``, a
     velocity servo ``g = (kv, 0, 0)``, ``b = (0, 0, -kv)``, a damper ``g = (0, 0, -kv)``. ``tendon``:
     the tendon kinematics at ``q`` (computed when omitted and some actuator drives a tendon).
+    Site transmissions and joint transmissions on ball and free joints have a length and a moment
+    row of their own (:func:`site_transmissions`, :func:`multi_dof_joint_transmissions`):
+    velocity ``moment · v``, generalised force ``momentᵀ · force``.
     Gravity compensation of the joints with ``actuatorgravcomp`` is added here, as MuJoCo does
     (``kinematics``, ``axes``: at ``q``, computed when omitted).
 
@@ -275,10 +278,13 @@ def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | 
             kinematics = forward_kinematics(model, q)
             axes = motion_axes(model, kinematics)
         site_terms = site_transmissions(model, kinematics, axes)
-    _, _, force = actuator_terms(model, q, v, ctrl, tendon, act, site_terms=site_terms)
+    multi_dof_actuators = _multi_dof_joint_actuators(model)
+    multi_dof_terms = multi_dof_joint_transmissions(model, q) if multi_dof_actuators.size else None
+    _, _, force = actuator_terms(model, q, v, ctrl, tendon, act, site_terms=site_terms,
+                                 multi_dof_terms=multi_dof_terms)
     on_tendon = np.asarray(model.actuator_on_tendon, dtype=bool)
     target = np.asarray(model.actuator_target, dtype=np.int64)
-    on_joint = np.flatnonzero(~on_tendon & ~_on_site(model))
+    on_joint = _scalar_joint_actuators(model)
     tendon_actuators = np.flatnonzero(on_tendon)
     dofs = np.asarray(model.tree.joint_dof_adr, dtype=np.int64)[target[on_joint]]
     gear = model.actuator_gear.astype(dtype)
@@ -287,22 +293,27 @@ def actuator_forces(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | 
         out = out + (gear[tendon_actuators] * force[tendon_actuators]) @ tendon.jacobian[target[tendon_actuators]]
     if site_actuators.size:
         out = out + force[site_actuators] @ site_terms[1].astype(dtype)
+    if multi_dof_actuators.size:
+        out = out + force[multi_dof_actuators] @ multi_dof_terms[1].astype(dtype)
     return _clamp_joint_totals(model, out)
 
 
 def actuator_terms(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | None, tendon=None,
-                   act: jax.Array | None = None, kinematics=None, axes=None, site_terms=None):
+                   act: jax.Array | None = None, kinematics=None, axes=None, site_terms=None,
+                   multi_dof_terms=None):
     """``(length, velocity, force)``, each ``(nu,)``: MuJoCo's ``actuator_length``,
     ``actuator_velocity`` (m or rad, per s) and ``actuator_force`` (N or N·m, after the force
     range and the tendons' ``actuatorfrcrange``) of every actuator (:func:`actuator_forces`).
     ``kinematics``, ``axes`` (at ``q``) or ``site_terms`` (:func:`site_transmissions`): used by
-    site transmissions, computed when omitted."""
+    site transmissions, computed when omitted; ``multi_dof_terms``
+    (:func:`multi_dof_joint_transmissions`): used by joint transmissions on ball and free joints,
+    computed when omitted."""
     dtype = v.dtype
     ctrl = clamp_controls(model, jnp.asarray(ctrl, dtype))
     actuator_in = actuator_input(model, ctrl, act, model.options.dt.astype(dtype))
     on_tendon = np.asarray(model.actuator_on_tendon, dtype=bool)
     target = np.asarray(model.actuator_target, dtype=np.int64)
-    on_joint = np.flatnonzero(~on_tendon & ~_on_site(model))
+    on_joint = _scalar_joint_actuators(model)
     tendon_actuators = np.flatnonzero(on_tendon)
     qpos = np.asarray(model.tree.joint_qpos_adr, dtype=np.int64)[target[on_joint]]
     dofs = np.asarray(model.tree.joint_dof_adr, dtype=np.int64)[target[on_joint]]
@@ -325,6 +336,13 @@ def actuator_terms(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array | N
         site_length, moment = site_terms
         length = length.at[site_actuators].set(site_length.astype(dtype))
         velocity = velocity.at[site_actuators].set(moment.astype(dtype) @ v)
+    multi_dof_actuators = _multi_dof_joint_actuators(model)
+    if multi_dof_actuators.size:  # the full gear is in the length and moment, as for sites
+        if multi_dof_terms is None:
+            multi_dof_terms = multi_dof_joint_transmissions(model, q)
+        joint_length, moment = multi_dof_terms
+        length = length.at[multi_dof_actuators].set(joint_length.astype(dtype))
+        velocity = velocity.at[multi_dof_actuators].set(moment.astype(dtype) @ v)
     bias = model.actuator_bias.astype(dtype)
     gain = model.actuator_gain.astype(dtype)
     gain = gain[:, 0] + gain[:, 1] * length + gain[:, 2] * velocity
@@ -347,6 +365,76 @@ def _on_site(model: Model) -> np.ndarray:
     if not model.actuator_on_site:
         return np.zeros((model.nu,), dtype=bool)
     return np.asarray(model.actuator_on_site, dtype=bool)
+
+
+def _on_multi_dof_joint(model: Model) -> np.ndarray:
+    """Static ``(nu,)`` bool: the actuators with a joint transmission on a ball or free joint
+    (MuJoCo ``mjTRN_JOINT`` / ``mjTRN_JOINTINPARENT`` with a 3- or 6-component gear)."""
+    on_joint = ~np.asarray(model.actuator_on_tendon, dtype=bool) & ~_on_site(model)
+    joint_type = model.tree.joint_type
+    return np.asarray([bool(on_joint[a]) and joint_type[joint] in (JointType.BALL, JointType.FREE)
+                       for a, joint in enumerate(model.actuator_target)], dtype=bool).reshape(model.nu)
+
+
+def _multi_dof_joint_actuators(model: Model) -> np.ndarray:
+    """Static indices of the actuators with a joint transmission on a ball or free joint."""
+    return np.flatnonzero(_on_multi_dof_joint(model))
+
+
+def _scalar_joint_actuators(model: Model) -> np.ndarray:
+    """Static indices of the actuators with a joint transmission on a hinge or slide joint
+    (length ``gear[0] · q_j``, moment ``gear[0]`` on its dof)."""
+    on_joint = ~np.asarray(model.actuator_on_tendon, dtype=bool) & ~_on_site(model)
+    return np.flatnonzero(on_joint & ~_on_multi_dof_joint(model))
+
+
+def _in_parent(model: Model) -> np.ndarray:
+    """Static ``(nu,)`` bool: the joint transmissions whose gear is in the parent frame."""
+    if not model.actuator_in_parent:
+        return np.zeros((model.nu,), dtype=bool)
+    return np.asarray(model.actuator_in_parent, dtype=bool)
+
+
+def multi_dof_joint_transmissions(model: Model, q: jax.Array):
+    """``(length (k,), moment (k, nv))`` of the ``k`` actuators with a joint transmission on a
+    ball or free joint (MuJoCo ``mj_transmission``, ``mjTRN_JOINT`` / ``mjTRN_JOINTINPARENT``), in
+    actuator order, at ``q`` ``(nq,)``.
+
+    With the full gear ``g`` (6-vector, ``Model.actuator_site_gear``) and the joint's normalised
+    quaternion ``Q`` (a free joint's orientation part):
+
+    * ball joint: the gear axis ``a = g[:3]``, or ``a = R(Q)ᵀ g[:3]`` when the gear is in the
+      parent frame (``jointinparent``); length ``r · a`` with ``r`` the rotation vector of ``Q``
+      (MuJoCo ``mju_quat2Vel``: axis times angle, the angle in ``[−π, π]``; rad), moment ``a`` on
+      the joint's three angular-velocity dofs (the force is a torque, N·m, along ``a`` in the
+      child frame);
+    * free joint: length 0 (MuJoCo: no meaningful length), moment ``g[:3]`` on the three
+      translational dofs (world frame) and ``g[3:]`` — or ``R(Q)ᵀ g[3:]`` in the parent
+      (world) frame — on the three rotational dofs (body frame).
+
+    The velocity is ``moment · v`` and the generalised force ``momentᵀ · force``.
+    """
+    dtype = q.dtype
+    tree = model.tree
+    identity = jnp.asarray([1.0, 0.0, 0.0, 0.0], dtype)
+    in_parent = _in_parent(model)
+    lengths, moments = [], []
+    for actuator in _multi_dof_joint_actuators(model):
+        joint = model.actuator_target[actuator]
+        qpos, dof = tree.joint_qpos_adr[joint], tree.joint_dof_adr[joint]
+        gear = model.actuator_site_gear.astype(dtype)[actuator]
+        moment = jnp.zeros((model.nv,), dtype)
+        if tree.joint_type[joint] == JointType.BALL:
+            quat = quat_normalize(q[qpos:qpos + 4])
+            axis = quat_rotate(quat_conj(quat), gear[:3]) if in_parent[actuator] else gear[:3]
+            lengths.append(jnp.dot(quaternion_difference(quat, identity), axis))
+            moments.append(moment.at[dof:dof + 3].set(axis))
+        else:
+            quat = quat_normalize(q[qpos + 3:qpos + 7])
+            axis = quat_rotate(quat_conj(quat), gear[3:]) if in_parent[actuator] else gear[3:]
+            lengths.append(jnp.zeros((), dtype))
+            moments.append(moment.at[dof:dof + 3].set(gear[:3]).at[dof + 3:dof + 6].set(axis))
+    return jnp.stack(lengths), jnp.stack(moments)
 
 
 def _site_actuators(model: Model) -> np.ndarray:

@@ -465,6 +465,7 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
     actuator_target = tuple(int(j) for j in mj.actuator_trnid[:, 0]) if nu else ()
     actuator_on_tendon = tuple(int(t) == int(mujoco.mjtTrn.mjTRN_TENDON) for t in mj.actuator_trntype)
     actuator_on_site = tuple(int(t) == int(mujoco.mjtTrn.mjTRN_SITE) for t in mj.actuator_trntype)
+    actuator_in_parent = tuple(int(t) == int(mujoco.mjtTrn.mjTRN_JOINTINPARENT) for t in mj.actuator_trntype)
     actuator_refsite = tuple(int(mj.actuator_trnid[a, 1]) if actuator_on_site[a] else -1
                              for a in range(nu))
     meshes = tuple(
@@ -563,6 +564,7 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
                                        if int(mj.jnt_type[j]) in (0, 1) and mj.jnt_stiffness[j] != 0),
         actuator_on_site=actuator_on_site if any(actuator_on_site) else (),
         actuator_refsite=actuator_refsite if any(actuator_on_site) else (),
+        actuator_in_parent=actuator_in_parent if any(actuator_in_parent) else (),
         joint_actuator_gravcomp=tuple(int(j) for j in np.flatnonzero(np.asarray(mj.jnt_actgravcomp))),
         joint_actuator_force_limited=tuple(int(j) for j in np.flatnonzero(np.asarray(mj.jnt_actfrclimited))),
         fluid_bodies=fluid_bodies,

@@ -302,20 +302,17 @@ def check_compiled(mj, path: Path) -> None:
     for a in range(mj.nu):
         where = f"{path}: {describe('actuator', name(mujoco.mjtObj.mjOBJ_ACTUATOR, a), a)}"
         transmission = int(mj.actuator_trntype[a])
-        if transmission not in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_TENDON),
-                                int(mujoco.mjtTrn.mjTRN_SITE)):
+        if transmission not in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT),
+                                int(mujoco.mjtTrn.mjTRN_TENDON), int(mujoco.mjtTrn.mjTRN_SITE)):
             raise UnsupportedFeatureError(
-                f"{where}: transmission {mujoco.mjtTrn(transmission).name} is not supported "
-                "(joint, tendon and site transmissions are; body transmissions, i.e. adhesion "
-                "actuators, are not)")
+                f"{where}: transmission {_enum_name(mujoco.mjtTrn, transmission)} is not supported "
+                "(joint, jointinparent, tendon and site transmissions are; slider-crank and body "
+                "transmissions, i.e. adhesion actuators, are not)")
         if transmission == int(mujoco.mjtTrn.mjTRN_SITE) and not (
                 0 <= int(mj.actuator_trnid[a, 0]) < mj.nsite and -1 <= int(mj.actuator_trnid[a, 1]) < mj.nsite):
             raise InvalidActuatorError(
                 f"{where}: site transmission with site {int(mj.actuator_trnid[a, 0])} and "
                 f"reference site {int(mj.actuator_trnid[a, 1])}, which are not sites of the model")
-        if (transmission == int(mujoco.mjtTrn.mjTRN_JOINT)
-                and int(mj.jnt_type[mj.actuator_trnid[a, 0]]) not in (2, 3)):
-            raise UnsupportedFeatureError(f"{where}: only hinge/slide joints can be actuated")
         dyntype, gaintype, biastype = (int(mj.actuator_dyntype[a]), int(mj.actuator_gaintype[a]),
                                        int(mj.actuator_biastype[a]))
         if dyntype not in _SUPPORTED_DYNAMICS or int(mj.actuator_actnum[a]) > 1:
