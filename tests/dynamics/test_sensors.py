@@ -257,3 +257,18 @@ def test_energy_sensors_equal_mujoco(tmp_path):
         data = _random_data(mj, rng)
         state = jc.init(model, q=jnp.asarray(data.qpos), v=jnp.asarray(data.qvel))
         np.testing.assert_allclose(read(state), data.sensordata, rtol=1e-10, atol=1e-10)
+
+
+def test_tendon_limit_force_holds_a_hanging_weight(tmp_path):
+    """A 0.7 kg slider hanging on a rope (spatial tendon at its length limit): ``tendonlimitfrc``
+    reads the rope's tension ``m g`` and the slider does not accelerate (closed form, 1e-9)."""
+    path = tmp_path / "rope.xml"
+    path.write_text("""<mujoco><option timestep="0.002"/><worldbody><site name="anchor" pos="0 0 1"/>
+      <body><joint type="slide" axis="0 0 1"/><geom size=".05" mass="0.7" contype="0" conaffinity="0"/>
+        <site name="hook"/></body></worldbody>
+      <tendon><spatial name="rope" limited="true" range="0 1"><site site="anchor"/><site site="hook"/></spatial></tendon>
+      <sensor><tendonlimitfrc tendon="rope"/><framelinacc objtype="site" objname="hook"/></sensor></mujoco>""")
+    model = jc.load(path)
+    values = jax.jit(lambda state: jc.sensors(model, state), compiler_options=FAST_COMPILE)(jc.init(model))
+    np.testing.assert_allclose(values[0], 0.7 * 9.81, rtol=1e-9)
+    np.testing.assert_allclose(values[1:], [0.0, 0.0, 9.81], atol=1e-9)  # at rest: it reads -g
