@@ -46,7 +46,10 @@ def _model():
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "gate.xml"
         path.write_text(XML)
-        return jc.load(path, dtype=jnp.float64)
+        # cached: when the first call comes from inside a jit trace, its arrays must not be
+        # tracers of that trace (they would leak into later traces)
+        with jax.ensure_compile_time_eval():
+            return jc.load(path, dtype=jnp.float64)
 
 
 def _x(height, hinge, box_velocity=0.0):
