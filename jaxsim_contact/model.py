@@ -195,7 +195,8 @@ def _numeric(default=None, *, low=None, high=None, strict=False):
     """A dynamic numeric option field: its default (``None``: required) and its valid range
     ``[low, high]`` (``strict``: ``> low``), checked when the options are built; the one
     declaration that validation and :meth:`Model.replace_options` read."""
-    metadata = {"numeric": True, "bounds": None if low is None else (low, high, strict)}
+    # no lower bound: still checked finite (a NaN gravity or wind would poison every step)
+    metadata = {"numeric": True, "bounds": (-np.inf if low is None else low, high, strict)}
     if default is None:
         return eqx.field(metadata=metadata)
     return eqx.field(default_factory=lambda: _scalar(default), metadata=metadata)
@@ -424,7 +425,8 @@ class Options(eqx.Module):
                 bad |= arr > high
             if np.any(bad):
                 bounds = f"in [{low}, {high}]" if high is not None else (f"> {low}" if strict else f">= {low}")
-                raise ValueError(f"Options.{name} must be finite and {bounds}, got {arr.tolist()}")
+                bounds = "" if low == -np.inf and high is None else f" and {bounds}"
+                raise ValueError(f"Options.{name} must be finite{bounds}, got {arr.tolist()}")
 
 
 class WrapKind(Choice):

@@ -77,7 +77,9 @@ def test_numeric_options_are_declared_once():
     # each bound comes from the declaration: one violation per bounded field
     base = dict(dt=0.01, gravity=jnp.zeros(3))
     for name in names:
-        if name in ("gravity", "wind", "magnetic"):  # vectors of any sign
+        if name in ("gravity", "wind", "magnetic"):  # vectors of any sign, but finite
+            with pytest.raises(ValueError, match=f"Options.{name} must be finite, got"):
+                Options(**{**base, name: jnp.asarray([0.0, jnp.nan, 0.0])})
             continue
         with pytest.raises(ValueError, match=f"Options.{name} must be finite"):
             Options(**{**base, name: -1.0})
