@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import typing
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..collision.narrowphase import KEY_STRIDE
+from ..collision.pairs import collision_structure
 from ..contact import ContactProblem
 from ..model import Model, Options, State
 from . import (ball_limit_rows, contact_rows, equality_rows, friction_rows, limit_rows,
@@ -115,8 +118,12 @@ def constraint_rows(model: Model, state: State, smooth, dt: jax.Array, all_far: 
     whether some producer had more active candidates than slots."""
     margin = model.options.contact_margin.astype(state.q.dtype)
     blocks, overflow = [], jnp.zeros((), bool)
+    key_offset = KEY_STRIDE * collision_structure(model).num_pairs  # past every contact key
     for producer in _producers(model):
         block, block_overflow = producer.rows(model, state, smooth, dt, margin, all_far)
+        if producer.name != "contacts":  # block-local keys, made model-wide
+            block = eqx.tree_at(lambda b: b.key, block, block.key + key_offset)
+            key_offset += block.num_slots
         blocks.append(block)
         overflow = overflow | block_overflow
     order = [KIND_ORDER.index(b.kind) for b in blocks]

@@ -25,12 +25,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..collision.narrowphase import KEY_STRIDE
-from ..collision.pairs import collision_structure
 from ..math import safe_norm, safe_normalize
 from ..model import Model
 from ..types import JointType
-from .limit_rows import LimitBlock, limited_joints
+from .limit_rows import LimitBlock
 
 __all__ = ["BallLimitRows", "limited_ball_joints", "ball_limit_rows", "ball_limits_in_reach",
            "ball_angles"]
@@ -105,15 +103,14 @@ def ball_limits_in_reach(model: Model, q, v, dt, margin) -> jax.Array:
 
 def ball_limit_rows(model: Model, q: jax.Array, v: jax.Array, dt: jax.Array,
                     margin: jax.Array) -> BallLimitRows:
-    """The ball-limit slots at ``(q (nq,), v (nv,))`` (``dt`` s, ``margin`` rad); keys follow the
-    hinge/slide limits'."""
+    """The ball-limit slots at ``(q (nq,), v (nv,))`` (``dt`` s, ``margin`` rad);
+    block-local keys (the assembler offsets them)."""
     joints = limited_ball_joints(model)
     distance, axis, active = _window(model, q, v, dt, margin, joints)
     count = len(joints)
     dtype = q.dtype
-    base = KEY_STRIDE * collision_structure(model).num_pairs + len(limited_joints(model))
     return BallLimitRows(
         distance=distance, frame=jnp.broadcast_to(jnp.eye(3, dtype=dtype), (count, 3, 3)),
-        friction=jnp.zeros((count,), dtype), key=jnp.asarray(base + np.arange(count), jnp.int32),
+        friction=jnp.zeros((count,), dtype), key=jnp.arange(count, dtype=jnp.int32),
         active=active, point=jnp.zeros((count, 3), dtype), axis=axis,
         dof=tuple(int(d) for d in _first_dofs(model, joints)))

@@ -28,16 +28,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..collision.narrowphase import KEY_STRIDE
-from ..collision.pairs import collision_structure
 from ..math import quat_conj, quat_mul, quat_rotate, safe_norm
 from ..model import EqualityKind, Model, Options
-from .friction_rows import friction_slots
 from .jacobian import point_jacobian, rotation_jacobian, site_frames
-from .ball_limit_rows import limited_ball_joints
-from .limit_rows import limited_joints
 from .rows import RowBlock, RowKind
-from .tendon_limit_rows import limited_tendons
 
 __all__ = ["EqualityRows", "equality_slots", "equality_rows", "equality_errors", "equality_wrenches",
            "slot_equality"]
@@ -269,15 +263,13 @@ def slot_equality(model: Model) -> np.ndarray:
 
 def equality_rows(model: Model, q: jax.Array, smooth) -> EqualityRows:
     """The equality slots of a step at ``q`` (``smooth``: its
-    :class:`~jaxsim_contact.dynamics.SmoothDynamics`); keys follow the dry-friction slots'."""
+    :class:`~jaxsim_contact.dynamics.SmoothDynamics`); block-local keys
+    (the assembler offsets them)."""
     error, jacobian = equality_errors(model, q, smooth.kinematics, smooth.motion_axes, smooth.tendon)
     count = error.shape[0]
     dtype = q.dtype
     active = model.equalities.is_active()[slot_equality(model)]
-    base = (KEY_STRIDE * collision_structure(model).num_pairs + len(limited_joints(model))
-            + len(limited_ball_joints(model))
-            + len(limited_tendons(model)) + friction_slots(model))
     return EqualityRows(
         distance=-safe_norm(error), frame=jnp.broadcast_to(jnp.eye(3, dtype=dtype), (count, 3, 3)),
-        friction=jnp.zeros((count,), dtype), key=jnp.asarray(base + np.arange(count), jnp.int32),
+        friction=jnp.zeros((count,), dtype), key=jnp.arange(count, dtype=jnp.int32),
         active=active, point=jnp.zeros((count, 3), dtype), jacobian=jacobian, error=error)

@@ -19,13 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..collision.narrowphase import KEY_STRIDE
-from ..collision.pairs import collision_structure
 from ..model import Model, Options
-from .ball_limit_rows import limited_ball_joints
-from .limit_rows import limited_joints
 from .rows import NormalRowBlock, RowKind
-from .tendon_limit_rows import limited_tendons
 
 __all__ = ["FrictionRows", "friction_slots", "friction_rows"]
 
@@ -60,8 +55,8 @@ class FrictionRows(NormalRowBlock):
 
 def friction_rows(model: Model, smooth) -> FrictionRows:
     """The dry-friction slots of a step (``smooth``: its
-    :class:`~jaxsim_contact.dynamics.SmoothDynamics`, for the tendons' moment arms); keys follow
-    the tendon limits'."""
+    :class:`~jaxsim_contact.dynamics.SmoothDynamics`, for the tendons' moment arms);
+    block-local keys (the assembler offsets them)."""
     dtype = smooth.free_velocity.dtype
     dofs = np.asarray(model.frictionloss_dofs, dtype=np.int64)
     tendons = np.asarray(model.tendons.frictionloss_tendons, dtype=np.int64)
@@ -70,12 +65,9 @@ def friction_rows(model: Model, smooth) -> FrictionRows:
     bound = jnp.concatenate([model.dof_frictionloss.astype(dtype)[dofs],
                              model.tendons.frictionloss.astype(dtype)[tendons]])
     count = rows.shape[0]
-    base = (KEY_STRIDE * collision_structure(model).num_pairs + len(limited_joints(model))
-            + len(limited_ball_joints(model))
-            + len(limited_tendons(model)))
     return FrictionRows(
         distance=jnp.zeros((count,), dtype),
         frame=jnp.broadcast_to(jnp.eye(3, dtype=dtype), (count, 3, 3)),
-        friction=jnp.zeros((count,), dtype), key=jnp.asarray(base + np.arange(count), jnp.int32),
+        friction=jnp.zeros((count,), dtype), key=jnp.arange(count, dtype=jnp.int32),
         active=jnp.ones((count,), bool), point=jnp.zeros((count, 3), dtype), rows=rows,
         bound=bound)

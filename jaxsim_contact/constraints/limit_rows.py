@@ -17,8 +17,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..collision.narrowphase import KEY_STRIDE
-from ..collision.pairs import collision_structure
 from ..model import Model, Options
 from ..types import JointType
 from .rows import NormalRowBlock, RowKind
@@ -106,14 +104,13 @@ def limits_in_reach(model: Model, q, v, dt, margin) -> jax.Array:
 
 
 def limit_rows(model: Model, q: jax.Array, v: jax.Array, dt: jax.Array, margin: jax.Array) -> LimitRows:
-    """The limit slots at ``(q, v)`` (``dt`` s, ``margin`` m or rad); keys follow the contact
-    candidates' (``KEY_STRIDE`` × the number of candidate pairs onwards)."""
+    """The limit slots at ``(q, v)`` (``dt`` s, ``margin`` m or rad);
+    block-local keys (the assembler offsets them)."""
     joints = limited_joints(model)
     distance, sign, dof, active = _window(model, q, v, dt, margin, joints)
     count = len(joints)
     dtype = q.dtype
-    base = KEY_STRIDE * collision_structure(model).num_pairs
     return LimitRows(
         distance=distance, frame=jnp.broadcast_to(jnp.eye(3, dtype=dtype), (count, 3, 3)),
-        friction=jnp.zeros((count,), dtype), key=jnp.asarray(base + np.arange(count), jnp.int32),
+        friction=jnp.zeros((count,), dtype), key=jnp.arange(count, dtype=jnp.int32),
         active=active, point=jnp.zeros((count, 3), dtype), sign=sign, dof=tuple(int(d) for d in dof))

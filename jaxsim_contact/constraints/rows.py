@@ -56,7 +56,10 @@ class SlotGeometry(eqx.Module):
       distance: ``(m,)`` signed distance along the normal row (m or rad; ``< 0`` violated).
       frame: ``(m, 3, 3)`` world rows ``(t1, t2, n)`` of each slot.
       friction: ``(m,)`` Coulomb coefficient (0 for frictionless kinds).
-      key: ``(m,)`` int32 identity of what fills the slot, stable across steps (warm start).
+      key: ``(m,)`` int32 identity of what fills the slot, stable across steps (warm start):
+        contacts number their candidates model-wide (``KEY_STRIDE`` × pair + point); the other
+        blocks number their slots from 0 and :func:`~.assembler.constraint_rows` shifts them past
+        the contacts' and the earlier blocks' keys.
       active: ``(m,)`` bool, geometrically active (within the margin or the speculative window).
       point: ``(m, 3)`` world point of the slot (m; zeros where meaningless).
     """

@@ -15,11 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..collision.narrowphase import KEY_STRIDE
-from ..collision.pairs import collision_structure
 from ..model import Model
-from .ball_limit_rows import limited_ball_joints
-from .limit_rows import LimitBlock, limited_joints
+from .limit_rows import LimitBlock
 
 __all__ = ["TendonLimitRows", "limited_tendons", "tendon_limit_rows", "tendon_limits_in_reach"]
 
@@ -68,14 +65,12 @@ def tendon_limit_rows(model: Model, smooth, v: jax.Array, dt: jax.Array,
                       margin: jax.Array) -> TendonLimitRows:
     """The tendon-limit slots at the step's state (``smooth``: its
     :class:`~jaxsim_contact.dynamics.SmoothDynamics`, ``v`` ``(nv,)``, ``dt`` s, ``margin`` m);
-    keys follow the ball-joint limits'."""
+    block-local keys (the assembler offsets them)."""
     tendons = limited_tendons(model)
     distance, rows, active = _window(model, smooth, v, dt, margin, tendons)
     count = len(tendons)
     dtype = v.dtype
-    base = (KEY_STRIDE * collision_structure(model).num_pairs + len(limited_joints(model))
-            + len(limited_ball_joints(model)))
     return TendonLimitRows(
         distance=distance, frame=jnp.broadcast_to(jnp.eye(3, dtype=dtype), (count, 3, 3)),
-        friction=jnp.zeros((count,), dtype), key=jnp.asarray(base + np.arange(count), jnp.int32),
+        friction=jnp.zeros((count,), dtype), key=jnp.arange(count, dtype=jnp.int32),
         active=active, point=jnp.zeros((count, 3), dtype), rows=rows)
