@@ -52,7 +52,7 @@ from .tendons import tendon_armature, tendon_kinematics
 
 __all__ = ["smooth_terms", "integrator_matrix", "integrator_matrix_is_symmetric",
            "velocity_matrix_groups", "force_velocity_derivative", "rk4_velocities",
-           "uses_velocity_derivative", "tree_sparsity_pattern", "RK4_STAGE_FRACTIONS", "RK4_WEIGHTS"]
+           "tree_sparsity_pattern", "RK4_STAGE_FRACTIONS", "RK4_WEIGHTS"]
 
 #: ``c_k`` of stages 1..3 (each stage uses only the previous one's slope: MuJoCo's tableau)
 RK4_STAGE_FRACTIONS = (0.5, 0.5, 1.0)
@@ -60,12 +60,10 @@ RK4_STAGE_FRACTIONS = (0.5, 0.5, 1.0)
 RK4_WEIGHTS = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)
 
 
-def velocity_matrix_groups(model: Model, implicit_in_velocity: bool = False):
+def velocity_matrix_groups(model: Model):
     """Blocks of ``H`` for :func:`jaxsim_contact.linalg.grouped_cholesky`: one per kinematic tree,
-    or one dense block when a tendon with armature spanning several trees couples them in ``M``.
-    (``∂f/∂v`` never couples two trees: module docstring. ``implicit_in_velocity`` is accepted for
-    the callers that pass the integrator's kind.)"""
-    del implicit_in_velocity
+    or one dense block when a tendon with armature spanning several trees couples them in ``M``
+    (``∂f/∂v`` never couples two trees, whatever the integrator: module docstring)."""
     if set(model.tendons.multi_tree_tendons) & set(model.tendons.armature_tendons):
         return ((tuple(range(model.nv)),),)
     return model.tree.dof_tree_groups
@@ -221,11 +219,6 @@ def rk4_velocities(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array,
     stages = (jnp.asarray(RK4_STAGE_FRACTIONS, v.dtype), weights[1:])
     (_, _, _, rate_sum, acceleration_sum, act_rate_sum), _ = jax.lax.scan(stage, init, stages)
     return v + dt * acceleration_sum, rate_sum, (act_rate_sum if has_act else None)
-
-
-def uses_velocity_derivative(integrator: Integrator) -> bool:
-    """Whether ``integrator`` is implicit in velocity (``∂f/∂v`` enters ``H``)."""
-    return integrator in (Integrator.IMPLICIT, Integrator.IMPLICITFAST)
 
 
 def integrator_matrix_is_symmetric(model: Model) -> bool:

@@ -35,7 +35,7 @@ from ..model import ErrorFlag, Integrator, Model, State, error_bit
 from .actuation import activation_rate, clamp_controls, next_activation
 from .integration import integrate_positions
 from .integrators import (integrator_matrix, integrator_matrix_is_symmetric, rk4_velocities,
-                          smooth_terms, uses_velocity_derivative, velocity_matrix_groups)
+                          smooth_terms, velocity_matrix_groups)
 from .kinematics import Kinematics
 from .projection import project_equalities
 from .tendons import TendonKinematics
@@ -113,7 +113,7 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
     matrix = integrator_matrix(model, q, v, ctrl, kin, axes, tendon, mass, dt, act=act)
     # block by block over the kinematic trees (H has no entry between two trees unless a tendon
     # couples them)
-    groups = velocity_matrix_groups(model, uses_velocity_derivative(integrator))
+    groups = velocity_matrix_groups(model)
     if not integrator_matrix_is_symmetric(model):  # LU for v_f, the symmetric part for the rows
         chol, chol_inv = grouped_cholesky(0.5 * (matrix + matrix.T), groups)
         free_velocity = v + dt * jnp.linalg.solve(matrix, force)
