@@ -61,7 +61,7 @@ def robot(file: str, floating_base: bool = False, edit=None, **kwargs):
     """A URDF robot of ``example-robot-data`` with a floor plane and every body pair excluded
     (self-collision off, as in the robot tests); ``edit(spec)``, if given, runs just before
     compiling."""
-    from jaxsim_contact.io.urdf import default_package_dirs
+    from jaxsim_contact.io._urdf import default_package_dirs
 
     roots = [d for d in default_package_dirs() if d.name == "robots"]
     if not roots:

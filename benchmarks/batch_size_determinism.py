@@ -75,7 +75,7 @@ def main() -> None:
     report["comparisons"]["batch 1 vs 256 (env 101)"] = leaf_differences(run(q0[101:102], ctrls[101:102]),
                                                                           pick(slice(101, 102)))
     # the op: a reduction over a small minor axis, vmapped with two batch sizes
-    from jaxsim_contact.dynamics.kinematics import _joint_gather_index
+    from jaxsim_contact.dynamics._kinematics import _joint_gather_index
 
     index = _joint_gather_index(model, 7)
     reduce_sum = jax.jit(jax.vmap(lambda q: jnp.sum(q[index][:, :4] ** 2, -1)))

@@ -10,7 +10,7 @@ environment at both sizes (``*_over_*`` columns: ratios, not ms) — a batch amo
 overhead that a single environment pays, so the two sizes can land on opposite sides of a target.
 A vmapped Jacobian should cost no more per environment than the unbatched one: nested ``vmap``
 (environments around ``jacrev``'s cotangents or ``jacfwd``'s tangents) once turned the implicit
-rule's tiered solve into a ``select`` over every tier (``jaxsim_contact.batching``).
+rule's tiered solve into a ``select`` over every tier (``jaxsim_contact._batching``).
 
     python benchmarks/batched_jacobians.py [--scenes panda half_cheetah go2] [--batch 8]
 

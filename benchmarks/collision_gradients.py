@@ -69,8 +69,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jaxsim_contact as jc  # noqa: E402
-from jaxsim_contact.dynamics.integration import quat_exp_increment  # noqa: E402
-from jaxsim_contact.math import quat_mul, quat_normalize  # noqa: E402
+from jaxsim_contact.dynamics._integration import quat_exp_increment  # noqa: E402
+from jaxsim_contact._math import quat_mul, quat_normalize  # noqa: E402
 
 Smoothing = jc.collision.Smoothing
 

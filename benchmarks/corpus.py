@@ -11,7 +11,7 @@ Corpus (every file is found through the installed packages, never through a fixe
   not a dependency of this project; ``pip install --no-deps dm_control`` only puts its files in
   place (nothing of it is imported);
 * ``robots``     — every ``*.urdf`` under example-robot-data's ``robots`` folder
-  (``jaxsim_contact.io.urdf.default_package_dirs()``), with a floor plane added
+  (``jaxsim_contact.io._urdf.default_package_dirs()``), with a floor plane added
   (``friction="1 0.005 0.0001"``, as ``_scenes.robot``) and **no** excluded body pairs (the
   robots' self-contacts as MuJoCo has them); equality constraints are kept
   (``ignore_equality=False``): mimic joints are simulated as joint equalities. Floating base rule: every
@@ -146,7 +146,7 @@ def package_dir(name: str) -> Path | None:
 
 def robots_dir() -> Path | None:
     """example-robot-data's ``robots`` folder."""
-    from jaxsim_contact.io.urdf import default_package_dirs
+    from jaxsim_contact.io._urdf import default_package_dirs
 
     found = [d.resolve() for d in default_package_dirs() if d.name == "robots" and d.is_dir()]
     return found[0] if found else None
@@ -201,7 +201,7 @@ def add_floor(spec) -> None:
 def urdf_spec_unchecked(entry: Entry):
     """The robot's spec as ours builds it (package URIs, meshes, floating base, floor), without our
     validation: what "MuJoCo C compiles it" means for a URDF."""
-    from jaxsim_contact.io.urdf import add_floating_base, inline_unreadable_meshes, resolve_mesh_files
+    from jaxsim_contact.io._urdf import add_floating_base, inline_unreadable_meshes, resolve_mesh_files
 
     path = Path(entry.path)
     spec = mujoco.MjSpec.from_file(entry.path)

@@ -13,7 +13,7 @@ Protocol
   tight coal solves (``coal_reference``): single tight coal solves are not reliable to 1e-6.
 * GJK tolerance ε = 1e-8 for both libraries: coal uses the duality-gap criterion with an absolute
   threshold (gap ≤ 1e-8, the seed's setting); jaxsim_contact's criterion is relative
-  (gap ≤ εL(|x| + εL), L = sum of bounding radii, see ``collision.gjk.run_gjk``). Warm start: the
+  (gap ≤ εL(|x| + εL), L = sum of bounding radii, see ``collision._gjk.run_gjk``). Warm start: the
   difference of the shape centres for jaxsim_contact, the bounding-box centres for coal
   (``GJKInitialGuess.BoundingVolumeGuess``), as in the seed.
 * jaxsim_contact timings: ``jax.jit(jax.vmap(distance))`` at batch 4096 (pairs cycled to fill the
@@ -56,7 +56,7 @@ import trimesh  # noqa: E402
 
 import jaxsim_contact as jc  # noqa: E402
 from jaxsim_contact.collision import distance  # noqa: E402
-from jaxsim_contact.collision.gjk import run_gjk  # noqa: E402
+from jaxsim_contact.collision._gjk import run_gjk  # noqa: E402
 from jaxsim_contact.geometry import hill_climbing_support_index  # noqa: E402
 
 try:
@@ -83,7 +83,7 @@ def random_rotations(rng: np.random.Generator, n: int) -> np.ndarray:
 
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     """Rotation matrices ``(..., 3, 3)`` of unit quaternions ``(..., 4)`` (w, x, y, z), as numpy."""
-    return np.asarray(jc.math.quat_to_matrix(jnp.asarray(q)))
+    return np.asarray(jc._math.quat_to_matrix(jnp.asarray(q)))
 
 
 def stack(trees):

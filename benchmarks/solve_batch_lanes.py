@@ -1,6 +1,6 @@
 """Time per problem of ``jc.contact.solve_batch`` against its lane count, per solver and contact
 count, next to the automatic choice (``lanes=None``) — the evidence behind
-``jaxsim_contact.contact.work_queue.default_lanes``.
+``jaxsim_contact.contact._work_queue.default_lanes``.
 
 Random problems (``builders.random_problem``, full rank), float64, NCP tolerance 1e-6, cap 1000;
 each configuration is compiled once (first call, not timed) and timed as the best of
@@ -28,7 +28,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jaxsim_contact as jc  # noqa: E402
-from jaxsim_contact.contact.work_queue import default_lanes  # noqa: E402
+from jaxsim_contact.contact._work_queue import default_lanes  # noqa: E402
 
 C = jc.contact
 

@@ -32,7 +32,7 @@ from _common import enable_float64, loadavg  # noqa: E402
 enable_float64()  # a script, not the library
 
 import jaxsim_contact as jc  # noqa: E402
-from jaxsim_contact.contact.problem import residuals  # noqa: E402
+from jaxsim_contact.contact._problem import residuals  # noqa: E402
 from jaxsim_contact.contact import sanitize_problem  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

@@ -33,7 +33,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jaxsim_contact as jc  # noqa: E402
-from jaxsim_contact.contact import staggered  # noqa: E402
+from jaxsim_contact.contact import _staggered as staggered  # noqa: E402
 
 C = jc.contact
 VARIANTS = ("plain", "anderson", "anderson+guard")

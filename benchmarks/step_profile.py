@@ -48,13 +48,13 @@ import numpy as np  # noqa: E402
 
 import jaxsim_contact as jc  # noqa: E402
 from jaxsim_contact.contact import PrimalNewton, solve  # noqa: E402
-from jaxsim_contact.dynamics.kinematics import forward_kinematics  # noqa: E402
-from jaxsim_contact.dynamics.step import smooth_dynamics  # noqa: E402
-from jaxsim_contact.collision import narrowphase as narrow_module  # noqa: E402
-from jaxsim_contact.collision.geoms import geom_world_frames  # noqa: E402
-from jaxsim_contact.collision.pairs import collision_structure  # noqa: E402
-from jaxsim_contact.collision.registry import has_closed_form  # noqa: E402
-from jaxsim_contact.constraints import stage as constraints_module  # noqa: E402
+from jaxsim_contact.dynamics._kinematics import forward_kinematics  # noqa: E402
+from jaxsim_contact.dynamics._step import smooth_dynamics  # noqa: E402
+from jaxsim_contact.collision import _narrowphase as narrow_module  # noqa: E402
+from jaxsim_contact.collision._geoms import geom_world_frames  # noqa: E402
+from jaxsim_contact.collision._pairs import collision_structure  # noqa: E402
+from jaxsim_contact.collision._registry import has_closed_form  # noqa: E402
+from jaxsim_contact.constraints import _stage as constraints_module  # noqa: E402
 from jaxsim_contact.contact import ContactSolution  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

@@ -57,7 +57,7 @@ def go2_mjmodel(feet_only: bool = True):
     with the floor. Returns a compiled ``mujoco.MjModel``."""
     import mujoco
 
-    from jaxsim_contact.io.urdf import default_package_dirs
+    from jaxsim_contact.io._urdf import default_package_dirs
 
     root = next(d for d in default_package_dirs() if d.name == "robots")
     path = root / "go2_description/urdf/go2.urdf"

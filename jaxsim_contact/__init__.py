@@ -18,7 +18,7 @@ from .dynamics import (
     sensors,
     step,
 )
-from .io.checkpoint import CheckpointError, restore, save
+from .io._checkpoint import CheckpointError, restore, save
 from .geometry import (
     Box,
     Capsule,
@@ -31,10 +31,10 @@ from .geometry import (
     Sphere,
     support,
 )
-from .math import Transform
+from ._math import Transform
 from .io import load
-from .model import ContactData, ErrorFlag, Model, Options, State
-from .types import GeomType, JointType
+from ._model import ContactData, ErrorFlag, Model, Options, State
+from ._types import GeomType, JointType
 from ._version import __version__
 
 

@@ -3,7 +3,7 @@
 JAX's default precision for a float32 ``dot`` is the device's fastest: on NVIDIA Ampere and later
 GPUs (A100, H100, H200) that is TensorFloat-32, whose products carry 10 mantissa bits
 (ε ≈ 1e-3), not float32's 23 (ε ≈ 1.2e-7). The contact solvers stop at criteria and round-off
-floors derived from float32's ε (:func:`jaxsim_contact.contact.problem.round_off_floors`, issue
+floors derived from float32's ε (:func:`jaxsim_contact.contact._problem.round_off_floors`, issue
 42), and Delassus operators built from TF32 products are wrong in their fourth digit, so under
 TF32 those criteria are out of reach and the solver runs to its cap. So every public entry point
 that computes physics traces

@@ -43,9 +43,9 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsim_contact as jc
-from jaxsim_contact.contact.defaults import default_step_solver
+from jaxsim_contact.contact._defaults import default_step_solver
 from jaxsim_contact.dynamics import kinetic_energy, potential_energy
-from jaxsim_contact.io.overlaps import one_mechanism, reference_pose_contacts
+from jaxsim_contact.io._overlaps import one_mechanism, reference_pose_contacts
 
 __all__ = [
     "main", "demo", "collide", "simulate", "DEMO_SHAPES", "DEFAULT_PAIRS", "build_parser",
@@ -135,7 +135,7 @@ def _progress_bar(done: int, total: int, rate: float, file, width: int = 30) -> 
 def load_scene(path, *, package_dirs=(), floating_base: bool = False,
                balance_inertia: bool = False, floor: bool = False, dtype=None):
     """Load ``path`` as :func:`jaxsim_contact.load` does, optionally on a floor; returns
-    ``(model, mjmodel)``, the simulated :class:`~jaxsim_contact.model.Model` and the compiled
+    ``(model, mjmodel)``, the simulated :class:`~jaxsim_contact._model.Model` and the compiled
     ``mujoco.MjModel`` of the same scene (same geoms, same ``qpos0``).
 
     With ``floor``, a plane at z = 0 is added (as :func:`jaxsim_contact.io.add_floor`: friction 1,
@@ -245,7 +245,7 @@ def initial_penetrations(mj, depth: float = PENETRATION_WARNING_DEPTH) -> list[t
     detection finds them (after its own filters: contype/conaffinity, parent–child, ``<exclude>``,
     including the excludes ``jc.load`` adds for overlapping links).
 
-    Pairs within one mechanism are left out (:func:`jaxsim_contact.io.overlaps.one_mechanism`):
+    Pairs within one mechanism are left out (:func:`jaxsim_contact.io._overlaps.one_mechanism`):
     ``jc.load`` already reports those (``SelfOverlapWarning``) and a common lift does not change
     them.
 
@@ -432,7 +432,7 @@ def collide(
     dtype = jnp.result_type(float)
     identity = jnp.array([1.0, 0.0, 0.0, 0.0], dtype)
     # b is tilted so that no pair is axis-aligned; the approach direction is tilted too
-    quat_b = jnp.asarray(jc.math.quat_from_axis_angle(jnp.array([1.0, 1.0, 1.0]) / np.sqrt(3.0), 0.5), dtype)
+    quat_b = jnp.asarray(jc._math.quat_from_axis_angle(jnp.array([1.0, 1.0, 1.0]) / np.sqrt(3.0), 0.5), dtype)
     approach = jnp.asarray(np.array([1.0, 0.3, -0.2]) / np.linalg.norm([1.0, 0.3, -0.2]), dtype)
     lanes = np.arange(batch) % len(distances)
 

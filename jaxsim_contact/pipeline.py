@@ -17,7 +17,7 @@ _MOVED = {
         "CollisionStructure", "PairGroup", "build_collision_structure", "collision_structure",
         "Manifold", "reduce_to_four", "tangent_frame", "PAIR_FUNCTIONS", "Candidates",
         "has_closed_form", "pair_function", "narrow_phase")},
-    **{name: ("jaxsim_contact.collision.geoms", name) for name in (
+    **{name: ("jaxsim_contact.collision._geoms", name) for name in (
         "GeomData", "geom_world_frames", "gather_geoms", "to_shape", "bounding_sphere")},
     **{name: ("jaxsim_contact.constraints", name) for name in (
         "contact_slots", "contact_stage", "default_contact_budget", "initial_contact_data",

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "dynamics
 import jax, jax.numpy as jnp, numpy as np
 jax.config.update("jax_enable_x64", True)
 import jaxsim_contact as jc
-from jaxsim_contact.constraints.limit_rows import limited_joints
+from jaxsim_contact.constraints._limit_rows import limited_joints
 from dynamics_reference import robots_dir
 R = {"solo12": ("solo_description/robots/solo12.urdf", {"floating_base": True}, 0.4),
      "ur5": ("ur_description/urdf/ur5_joint_limited_robot.urdf", {}, None),

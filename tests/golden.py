@@ -33,7 +33,7 @@ def _robot(name: str):
     import numpy as np
 
     import jaxsim_contact as jc
-    from jaxsim_contact.io.urdf import default_package_dirs
+    from jaxsim_contact.io._urdf import default_package_dirs
 
     robots = next(d for d in default_package_dirs() if d.name == "robots")
     if name == "go2":

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim_contact.batching import any_in_batch
+from jaxsim_contact._batching import any_in_batch
 
 
 def test_unbatched_is_the_identity():

@@ -15,11 +15,11 @@ import pytest
 
 import jaxsim_contact as jc
 from jaxsim_contact import cli
-from jaxsim_contact.collision.geoms import geom_world_frames
-from jaxsim_contact.dynamics.kinematics import body_poses
-from jaxsim_contact.io.urdf import default_package_dirs
-from jaxsim_contact.math import quat_to_matrix
-from jaxsim_contact.types import GeomType
+from jaxsim_contact.collision._geoms import geom_world_frames
+from jaxsim_contact.dynamics._kinematics import body_poses
+from jaxsim_contact.io._urdf import default_package_dirs
+from jaxsim_contact._math import quat_to_matrix
+from jaxsim_contact._types import GeomType
 
 
 def test_demo_table_rows_and_finite_numbers():

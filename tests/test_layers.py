@@ -4,12 +4,12 @@ of the package's own modules, and every import goes down the layer order (read f
 
 The layers, lowest first (DESIGN §3, with two placements made explicit):
 
-1. ``math``, ``types``, ``linalg``, ``batching``, ``_autodiff``, ``_precision``, ``_version`` —
+1. ``_math``, ``_types``, ``_linalg``, ``_batching``, ``_autodiff``, ``_precision``, ``_version`` —
    arrays, enums, spatial algebra, helpers of the derivative rules and of matrix precision;
 2. ``geometry`` — shapes and support functions;
 3. ``contact`` — contact problems, solvers and their derivative rules, independent of any scene
    (they need no collision code: a ``ContactProblem`` is a Delassus matrix and a free velocity);
-4. ``model`` — ``Model``, ``State``, ``Options`` (whose solver is a ``contact`` solver object);
+4. ``_model`` — ``Model``, ``State``, ``Options`` (whose solver is a ``contact`` solver object);
 5. ``collision`` — distance queries (GJK/EPA, smoothing) and "what touches" in a model: pair
    registry, broad phase, closed-form pairs, manifolds, the narrow phase;
 6. ``constraints`` — one row producer per constraint kind and the assembler / contact stage;
@@ -31,10 +31,10 @@ PACKAGE = "jaxsim_contact"
 ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("math", "types", "linalg", "batching", "_autodiff", "_precision", "_version"),
+    ("_math", "_types", "_linalg", "_batching", "_autodiff", "_precision", "_version"),
     ("geometry",),
     ("contact",),
-    ("model",),
+    ("_model",),
     ("collision",),
     ("constraints",),
     ("dynamics",),
@@ -202,7 +202,7 @@ def test_the_checks_see_a_circle_an_upward_and_a_nested_import():
     """The graph reader itself: a circle, an upward import and a function-level import in a
     synthetic graph are found (so a passing suite is not an empty check)."""
     assert cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
-    assert layer_of("math") < layer_of("contact.admm") < layer_of("collision.gjk") < layer_of("cli")
+    assert layer_of("_math") < layer_of("contact._admm") < layer_of("collision._gjk") < layer_of("cli")
     tree = ast.parse("def f():\n    from ..model import Model\n")
     node = tree.body[0].body[0]
     assert _targets("contact.solve", False, node, {"model": None, "contact.solve": None}) == ["model"]

@@ -1,4 +1,4 @@
-"""Block-by-block Cholesky over the kinematic trees (jaxsim_contact.linalg)."""
+"""Block-by-block Cholesky over the kinematic trees (jaxsim_contact._linalg)."""
 
 import jax
 import jax.numpy as jnp
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jaxsim_contact as jc
-from jaxsim_contact.linalg import grouped_cholesky
+from jaxsim_contact._linalg import grouped_cholesky
 
 
 def _spd_on_blocks(rng, n, blocks):

@@ -1,11 +1,11 @@
-"""jaxsim_contact.math helpers that replace slow XLA:CPU lowerings."""
+"""jaxsim_contact._math helpers that replace slow XLA:CPU lowerings."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsim_contact.math import (
+from jaxsim_contact._math import (
     argmax_first, argmax_packed, argmin_first, argmin_packed, coordinate_dot, first_true_indices,
     matrix_inverse_rotate, matrix_rotate, quat_normalize, quat_rotate, quat_to_matrix,
 )
@@ -151,7 +151,7 @@ def test_matrix_rotations_reject_stacked_matrices():
 def test_cross_equals_numpy_cross_with_broadcasting():
     """``math.cross`` (stacked on the last axis, no transpose kernels) is the cross product, with
     ``jnp.cross``'s broadcasting: ``(n, 1, 3) × (n, 3, 3)`` as in the contact Jacobian."""
-    from jaxsim_contact.math import cross
+    from jaxsim_contact._math import cross
 
     rng = np.random.default_rng(3)
     a, b = rng.normal(size=(5, 1, 3)), rng.normal(size=(5, 4, 3))

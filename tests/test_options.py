@@ -1,4 +1,4 @@
-"""Typed options: every choice is an enum (``jaxsim_contact.types.Choice``) validated when built —
+"""Typed options: every choice is an enum (``jaxsim_contact._types.Choice``) validated when built —
 its string or its member is accepted and stored as the member; anything else raises ``ValueError``
 naming the option and the accepted values. Numeric options are declared once (their bounds with
 the field) and validated from that declaration."""
@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 import jaxsim_contact as jc
-from jaxsim_contact.contact.admm import Factorization, RhoUpdate
-from jaxsim_contact.contact.implicit import Gradient
-from jaxsim_contact.contact.newton import LineSearch
-from jaxsim_contact.contact.problem import Formulation
-from jaxsim_contact.model import Integrator, Options, numeric_option_names
+from jaxsim_contact.contact._admm import Factorization, RhoUpdate
+from jaxsim_contact.contact._implicit import Gradient
+from jaxsim_contact.contact._newton import LineSearch
+from jaxsim_contact.contact._problem import Formulation
+from jaxsim_contact._model import Integrator, Options, numeric_option_names
 
 # (constructor taking the value, option name in the message, accepted values, enum)
 CHOICES = {

@@ -5,6 +5,7 @@ documented sub-namespaces, and the former ``jc.pipeline`` names still resolve, w
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -47,3 +48,24 @@ def test_the_former_pipeline_names_warn_and_resolve(old, new):
     assert any(issubclass(w.category, DeprecationWarning) and old in str(w.message) for w in caught)
     with pytest.raises(AttributeError, match="no_such_name"):
         jc.pipeline.no_such_name
+
+
+#: the package's modules a user may import by name; every other module is private (``_name``)
+PUBLIC_MODULES = {
+    "", "cli", "pipeline", "scenes", "collision", "constraints", "contact", "dynamics", "envs",
+    "envs.gym", "envs.brax", "geometry", "io", "testing", "testing.fuzz", "testing.problems", "viz",
+}
+
+
+def test_internals_live_in_private_modules():
+    root = Path(jc.__file__).parent
+    public = set()
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if not any(part.startswith("_") for part in parts):
+            public.add(".".join(parts))
+    assert public == PUBLIC_MODULES, (
+        f"public modules outside the contract: {sorted(public - PUBLIC_MODULES)}; "
+        f"contract modules missing: {sorted(PUBLIC_MODULES - public)}")

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim_contact.batching import switch_on_max
+from jaxsim_contact._batching import switch_on_max
 
 BRANCHES = (lambda x: 0.0 * x, lambda x: x + 1.0, lambda x: 10.0 * x)
 

@@ -8,7 +8,7 @@
 #   models/  Brax's ant.xml (the humanoid comes inside the mujoco-mjx wheel);
 #   site/    example-robot-data's go2_description and panda_description, laid out as the installed
 #            package is (site/cmeel.prefix/share/example-robot-data/robots/...), so that putting
-#            site/ on PYTHONPATH lets jaxsim_contact.io.urdf.default_package_dirs find them.
+#            site/ on PYTHONPATH lets jaxsim_contact.io._urdf.default_package_dirs find them.
 # Run it here, from the repository root, with the test and bench extras installed
 # (pip install -e ".[test,bench]"). The device call is in benchmarks/README.md.
 set -euo pipefail
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import brax
 
-from jaxsim_contact.io.urdf import default_package_dirs
+from jaxsim_contact.io._urdf import default_package_dirs
 
 shutil.copy(Path(brax.__file__).parent / "envs" / "assets" / "ant.xml", ".gpu_carry/models/ant.xml")
 robots = next(d for d in default_package_dirs() if d.name == "robots")

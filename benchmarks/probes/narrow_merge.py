@@ -1,6 +1,6 @@
 """Compile time vs run time of the narrow phase's general (GJK/EPA) pair groups: one program per
 group, one program for all of them, or one for the mesh groups and one for the others (the
-default of ``jaxsim_contact.collision.narrowphase.merged_general_groups``).
+default of ``jaxsim_contact.collision._narrowphase.merged_general_groups``).
 
 The demo scene (boxes, spheres, a capsule, a convex mesh) has four general groups: sphere-mesh,
 capsule-mesh, box-mesh (the mesh class of the third policy) and capsule-box. For each policy and
@@ -30,9 +30,9 @@ import numpy as np  # noqa: E402
 jax.config.update("jax_enable_x64", True)
 
 import jaxsim_contact as jc  # noqa: E402
-from jaxsim_contact.collision import narrowphase  # noqa: E402
-from jaxsim_contact.collision.mixed import mergeable  # noqa: E402
-from jaxsim_contact.collision.registry import has_closed_form  # noqa: E402
+from jaxsim_contact.collision import _narrowphase as narrowphase  # noqa: E402
+from jaxsim_contact.collision._mixed import mergeable  # noqa: E402
+from jaxsim_contact.collision._registry import has_closed_form  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"  # benchmarks/results
 DEFAULT_POLICY = narrowphase.merged_general_groups

@@ -26,7 +26,7 @@ import numpy as np
 jax.config.update("jax_enable_x64", True)
 
 import jaxsim_contact as jc  # noqa: E402
-from jaxsim_contact.io.urdf import default_package_dirs  # noqa: E402
+from jaxsim_contact.io._urdf import default_package_dirs  # noqa: E402
 
 STANDING = {"FL_HAA": 0.1, "FL_HFE": 0.8, "FL_KFE": -1.6, "HL_HAA": 0.1, "HL_HFE": -0.8,
             "HL_KFE": 1.6, "FR_HAA": -0.1, "FR_HFE": 0.8, "FR_KFE": -1.6, "HR_HAA": -0.1,

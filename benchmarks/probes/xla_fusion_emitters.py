@@ -50,7 +50,7 @@ def child(scenes: list[str]) -> dict:
     rng = np.random.default_rng(0)
     batch = 1024
     positions = jnp.asarray(rng.uniform(-0.6, 0.6, (batch, 3)))
-    quats = jax.vmap(jc.math.quat_normalize)(jnp.asarray(rng.normal(size=(batch, 4))))
+    quats = jax.vmap(jc._math.quat_normalize)(jnp.asarray(rng.normal(size=(batch, 4))))
     poses_b = jc.Transform(positions, quats)
     pose_a = jc.Transform(jnp.zeros(3), jnp.array([1.0, 0.0, 0.0, 0.0]))
     pairs = {

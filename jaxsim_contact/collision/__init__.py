@@ -10,14 +10,14 @@ Collision of a model's geoms: the static candidate pairs (:func:`build_collision
 of one configuration (:func:`narrow_phase`, with bounding-volume culling).
 """
 
-from .distance import CollisionResult, default_tolerance, distance, intersection_query, intersects
-from .gjk import GJK_METHODS
-from .manifold import Manifold, reduce_to_four, tangent_frame
-from .narrowphase import Candidates, any_pair_near, max_candidates, narrow_phase
-from .pairs import build_collision_structure, collision_structure
-from .registry import PAIR_FUNCTIONS, has_closed_form, pair_function
-from .smoothing import Smoothing
-from .structure import CollisionStructure, PairGroup
+from ._distance import CollisionResult, default_tolerance, distance, intersection_query, intersects
+from ._gjk import GJK_METHODS
+from ._manifold import Manifold, reduce_to_four, tangent_frame
+from ._narrowphase import Candidates, any_pair_near, max_candidates, narrow_phase
+from ._pairs import build_collision_structure, collision_structure
+from ._registry import PAIR_FUNCTIONS, has_closed_form, pair_function
+from ._smoothing import Smoothing
+from ._structure import CollisionStructure, PairGroup
 
 __all__ = [
     "CollisionResult",

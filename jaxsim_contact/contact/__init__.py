@@ -6,21 +6,18 @@ frames ``(t1, t2, n)`` (normal last); ``solve(problem, solver, warm_start)``; so
 ``solve_batch(problems, solver)`` solves a batch of independent problems on a few lanes
 fed from a work queue (about the mean iteration count per problem instead of vmap's slowest lane).
 ``solve`` is differentiable w.r.t. ``G, g, μ, R`` (``gradient="implicit"``: mode-aware implicit
-rule of :mod:`.implicit`, seed 004 §III-B; ``"unrolled"``; or ``RelaxedComplementarity(ρ)``: the
-smoothed derivative of the relaxed problem, seed 002 §V-D, :mod:`.relaxed`; or
+rule of :mod:`._implicit`, seed 004 §III-B; ``"unrolled"``; or ``RelaxedComplementarity(ρ)``: the
+smoothed derivative of the relaxed problem, seed 002 §V-D, :mod:`._relaxed`; or
 ``RandomizedSmoothing(key, noise_scale)``: the average of implicit derivatives at randomly
-perturbed free velocities, seed 000 §III-A, :mod:`.randomized`); ``contact_modes``
+perturbed free velocities, seed 000 §III-A, :mod:`._randomized`); ``contact_modes``
 exposes the breaking / sticking / sliding classification the implicit rule uses.
 """
 
-from . import implicit
-from . import randomized
-from . import relaxed
-from .admm import ADMM
-from .implicit import BREAKING, GRADIENTS, SLIDING, STICKING, contact_modes, implicit_force
-from .newton import PrimalNewton
-from .pgs import PGS
-from .problem import (
+from ._admm import ADMM
+from ._implicit import BREAKING, GRADIENTS, SLIDING, STICKING, contact_modes, implicit_force
+from ._newton import PrimalNewton
+from ._pgs import PGS
+from ._problem import (
     FORMULATIONS,
     ContactProblem,
     Residuals,
@@ -34,13 +31,13 @@ from .problem import (
     residuals,
     sanitize_problem,
 )
-from .raisim import Raisim
-from .randomized import RandomizedSmoothing, randomized_force
-from .relaxed import RelaxedComplementarity, smoothed_force
-from .solve import solve
-from .solver import ContactSolution, ContactSolver
-from .staggered import StaggeredProjections
-from .work_queue import solve_batch
+from ._raisim import Raisim
+from ._randomized import RandomizedSmoothing, randomized_force
+from ._relaxed import RelaxedComplementarity, smoothed_force
+from ._solve import solve
+from ._solver import ContactSolution, ContactSolver
+from ._staggered import StaggeredProjections
+from ._work_queue import solve_batch
 
 __all__ = [
     "solve_batch",

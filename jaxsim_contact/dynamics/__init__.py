@@ -1,14 +1,14 @@
 """Rigid-body dynamics: kinematics, CRBA mass matrix, RNEA bias, manifold integration, stepping."""
 
-from .batching import chunked_vmap
-from .crba import composite_inertias, mass_matrix
-from .energy import kinetic_energy, potential_energy, spatial_momentum
-from .integration import integrate_positions
-from .kinematics import Kinematics, body_poses, body_velocities, forward_kinematics, motion_axes
-from .rnea import actuator_forces, bias_forces, passive_forces
-from .reset import reset_where
-from .sensors import sensors
-from .step import SmoothDynamics, init, rollout, smooth_dynamics, step
+from ._batching import chunked_vmap
+from ._crba import composite_inertias, mass_matrix
+from ._energy import kinetic_energy, potential_energy, spatial_momentum
+from ._integration import integrate_positions
+from ._kinematics import Kinematics, body_poses, body_velocities, forward_kinematics, motion_axes
+from ._rnea import actuator_forces, bias_forces, passive_forces
+from ._reset import reset_where
+from ._sensors import sensors
+from ._step import SmoothDynamics, init, rollout, smooth_dynamics, step
 
 __all__ = [
     "Kinematics",

@@ -13,13 +13,13 @@ Interoperability: :class:`jaxsim_contact.envs.gym.GymnasiumVectorEnv` (needs ``g
 :func:`jaxsim_contact.envs.brax.to_brax` (needs ``brax``), imported on demand.
 """
 
-from .base import Env, EnvErrorFlag, EnvState
-from .cartpole import CartpoleSwingup
-from .hopper import Hopper
-from .push import PushBox
-from .quadruped import Go2Run, go2_model
-from .registry import make, register, registered
-from .sharding import batch_mesh, reset_batch, rollout, shard_batch
+from ._base import Env, EnvErrorFlag, EnvState
+from ._cartpole import CartpoleSwingup
+from ._hopper import Hopper
+from ._push import PushBox
+from ._quadruped import Go2Run, go2_model
+from ._registry import make, register, registered
+from ._sharding import batch_mesh, reset_batch, rollout, shard_batch
 
 register("cartpole_swingup", CartpoleSwingup)
 register("hopper", Hopper)

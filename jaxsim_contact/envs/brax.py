@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .base import Env
+from ._base import Env
 
 try:
     from brax.envs.base import Env as _BraxEnv

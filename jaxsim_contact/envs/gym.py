@@ -16,8 +16,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from .base import Env
-from .sharding import reset_batch
+from ._base import Env
+from ._sharding import reset_batch
 
 try:
     import gymnasium

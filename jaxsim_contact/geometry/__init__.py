@@ -1,7 +1,7 @@
 """Shapes and support functions."""
 
-from .mesh import ConvexMesh, hill_climbing_support_index
-from .shapes import Box, Capsule, Cone, Cylinder, Ellipsoid, Plane, Shape, Sphere, support
+from ._mesh import ConvexMesh, hill_climbing_support_index
+from ._shapes import Box, Capsule, Cone, Cylinder, Ellipsoid, Plane, Shape, Sphere, support
 
 __all__ = [
     "Shape",

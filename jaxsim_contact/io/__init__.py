@@ -1,8 +1,8 @@
 """Loading models (MJCF and URDF through the MuJoCo compiler, with host-side validation), editing
 a loaded scene (:func:`add_floor`, :func:`set_collision`), and checkpoints of models and states
-(:mod:`.checkpoint`; no pickle anywhere in this package)."""
+(:mod:`._checkpoint`; no pickle anywhere in this package)."""
 
-from .checkpoint import (
+from ._checkpoint import (
     CheckpointError,
     CheckpointStructureError,
     CheckpointVersionError,
@@ -11,7 +11,7 @@ from .checkpoint import (
     restore,
     save,
 )
-from .errors import (
+from ._errors import (
     DegenerateMeshError,
     IgnoredOptionWarning,
     IgnoredSensorWarning,
@@ -27,9 +27,9 @@ from .errors import (
     SelfOverlapWarning,
     UnsupportedFeatureError,
 )
-from .loader import compile_mjmodel, compile_spec, from_mjmodel, load, prepare_spec
-from .overlaps import self_overlaps
-from .scene import add_floor, set_collision, set_height_field
+from ._loader import compile_mjmodel, compile_spec, from_mjmodel, load, prepare_spec
+from ._overlaps import self_overlaps
+from ._scene import add_floor, set_collision, set_height_field
 
 __all__ = [
     "load",

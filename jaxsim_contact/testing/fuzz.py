@@ -23,7 +23,7 @@ from .. import collision, contact
 from ..dynamics import init, step
 from ..geometry import Box, Capsule, Cone, ConvexMesh, Cylinder, Ellipsoid, Plane, Sphere
 from ..io import load
-from ..math import Transform
+from .._math import Transform
 
 CONVEX = ("sphere", "ellipsoid", "box", "capsule", "cylinder", "cone", "mesh")
 PAIRS = tuple(itertools.combinations_with_replacement(CONVEX, 2)) + tuple(("plane", t) for t in CONVEX)

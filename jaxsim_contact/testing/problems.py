@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..contact.problem import ContactProblem
+from ..contact._problem import ContactProblem
 
 __all__ = [
     "RigidContactSystem",

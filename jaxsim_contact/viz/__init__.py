@@ -6,8 +6,8 @@
   arrays behind them (:func:`contact_force_series`, :func:`energy_series`).
 """
 
-from .html import LAYOUTS, MAX_ENVIRONMENTS, HTMLReplay, to_html
-from .plots import contact_force_series, energy_series, plot_contact_forces, plot_energy, select_env
+from ._html import LAYOUTS, MAX_ENVIRONMENTS, HTMLReplay, to_html
+from ._plots import contact_force_series, energy_series, plot_contact_forces, plot_energy, select_env
 
 __all__ = [
     "to_html",

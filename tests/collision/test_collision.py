@@ -86,7 +86,7 @@ def test_aligned_boxes_closed_form(method):
 
 
 def test_plane_closed_form():
-    plane_pose = jc.Transform(jnp.array([0.0, 0.0, 0.5]), jc.math.quat_from_axis_angle(jnp.array([1.0, 0.0, 0.0]), 0.3))
+    plane_pose = jc.Transform(jnp.array([0.0, 0.0, 0.5]), jc._math.quat_from_axis_angle(jnp.array([1.0, 0.0, 0.0]), 0.3))
     normal = np.asarray(plane_pose.rotate(jnp.array([0.0, 0.0, 1.0])))
     center = np.array([0.2, 1.0, 2.0])
     r = distance(jc.Plane(), plane_pose, jc.Sphere(0.4), pose(center))
@@ -177,7 +177,7 @@ def test_batched_epa_equals_single_queries():
     )
     batched = batched_distance("nesterov")(shapes_a, poses_a, shapes_b, poses_b)
     iterations = np.asarray(batched.epa_iterations)
-    first = jc.collision.epa.FIRST_TIER_VERTICES
+    first = jc.collision._epa.FIRST_TIER_VERTICES
     assert np.any(iterations > first), iterations  # some lanes continued in the full polytope
     assert np.any((iterations > 0) & (iterations < first - 4)), iterations  # some did not
     for i in range(len(iterations)):
@@ -209,7 +209,7 @@ def test_all_variants_agree(method, kinds):
 
 
 def _degenerate_cases():
-    rot = jc.math.quat_from_axis_angle(jnp.array([0.0, 0.0, 1.0]), 0.7)
+    rot = jc._math.quat_from_axis_angle(jnp.array([0.0, 0.0, 1.0]), 0.7)
     cases = {
         "touching spheres": (jc.Sphere(0.5), pose([0, 0, 0]), jc.Sphere(0.5), pose([1.0, 0, 0])),
         "coincident spheres": (jc.Sphere(0.5), pose([0, 0, 0]), jc.Sphere(0.3), pose([0, 0, 0])),
@@ -301,7 +301,7 @@ def test_no_recompilation_on_new_values():
         sa = jc.Ellipsoid(rng.uniform(0.1, 1.0, 3))
         sb = jc.Box(rng.uniform(0.1, 1.0, 3))
         pa = pose(rng.normal(size=3))
-        pb = pose(rng.normal(size=3), jc.math.quat_normalize(jnp.asarray(rng.normal(size=4))))
+        pb = pose(rng.normal(size=3), jc._math.quat_normalize(jnp.asarray(rng.normal(size=4))))
         fn(sa, pa, sb, pb, jnp.asarray(rng.uniform(1e-9, 1e-6))).block_until_ready()
     assert len(traces) == 1
 

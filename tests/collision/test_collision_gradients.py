@@ -19,8 +19,8 @@ import pytest
 import trimesh
 
 import jaxsim_contact as jc
-from jaxsim_contact.dynamics.integration import quat_exp_increment
-from jaxsim_contact.collision.smoothing import local_support_hessian
+from jaxsim_contact.dynamics._integration import quat_exp_increment
+from jaxsim_contact.collision._smoothing import local_support_hessian
 
 Smoothing = jc.collision.Smoothing
 FD_STEP = 1e-6
@@ -233,7 +233,7 @@ def test_support_hessian_estimators_converge(distribution):
     """Eq. 26 with Gaussian or Gumbel noise → the analytic ellipsoid Hessian (error curve)."""
     shape = jc.Ellipsoid(jnp.array([0.3, 0.5, 0.8]))
     u = jnp.array([0.3, -0.5, 0.7]) / np.linalg.norm([0.3, -0.5, 0.7])
-    exact = np.asarray(jc.geometry.shapes.support_hessian(shape, u))
+    exact = np.asarray(jc.geometry._shapes.support_hessian(shape, u))
     errors = []
     for noise, samples in [(0.3, 16), (0.1, 256), (0.03, 4096), (0.01, 65536)]:
         sm = Smoothing(order=1, distribution=distribution, noise=noise, num_samples=samples)

@@ -1,5 +1,5 @@
 """Height fields (issue 44): MuJoCo ``hfield`` geoms against convex geoms, cell by cell as two
-triangular prisms (``jaxsim_contact.collision.hfield``).
+triangular prisms (``jaxsim_contact.collision._hfield``).
 
 References: MuJoCo C's contacts (``mj_forward``) for spheres, capsules, ellipsoids and cylinders;
 the separating-axis penetration of a box / convex mesh and a prism (exact for polytopes: MuJoCo's
@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 import jaxsim_contact as jc
-from jaxsim_contact.collision.geoms import hull_shape
-from jaxsim_contact.collision.hfield import point_prism_distance, prism_vertices
+from jaxsim_contact.collision._geoms import hull_shape
+from jaxsim_contact.collision._hfield import point_prism_distance, prism_vertices
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dynamics"))
 from mujoco_comparison import FAST_COMPILE, assert_derivatives_match_central_differences  # noqa: E402
@@ -63,9 +63,9 @@ def test_point_prism_distance_outside_equals_gjk_and_inside_is_the_depth_below_t
 
     def gjk(point, prism):  # the prism as a 6-vertex convex mesh (as the narrow phase builds it)
         hull = hull_shape(prism, jnp.ones((6,), bool))
-        return jc.collision.distance(hull, jc.math.Transform.identity(jnp.float64),
+        return jc.collision.distance(hull, jc._math.Transform.identity(jnp.float64),
                                      jc.geometry.Sphere(jnp.asarray(1e-3)),
-                                     jc.math.Transform(point, jnp.asarray([1.0, 0, 0, 0])))
+                                     jc._math.Transform(point, jnp.asarray([1.0, 0, 0, 0])))
 
     reference = jax.jit(jax.vmap(jax.vmap(gjk, in_axes=(None, 0)), in_axes=(0, None)))(
         jnp.asarray(points), jnp.asarray(prisms))

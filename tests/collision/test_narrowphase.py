@@ -12,10 +12,10 @@ import pytest
 
 import jaxsim_contact as jc
 from jaxsim_contact.geometry import Box, Capsule, Cone, Plane, Sphere
-from jaxsim_contact.math import Transform, quat_from_axis_angle, quat_to_matrix
+from jaxsim_contact._math import Transform, quat_from_axis_angle, quat_to_matrix
 from jaxsim_contact.collision import pair_function
-from jaxsim_contact.collision.geoms import GeomData
-from jaxsim_contact.types import GeomType as T
+from jaxsim_contact.collision._geoms import GeomData
+from jaxsim_contact._types import GeomType as T
 
 RNG = np.random.default_rng(42)
 
@@ -149,7 +149,7 @@ def test_plane_mesh_manifold_derivatives_match_finite_differences():
     must give the derivative of the full computation away from a change of the chosen vertices."""
     from jax.test_util import check_grads
 
-    from jaxsim_contact.math import quat_mul
+    from jaxsim_contact._math import quat_mul
 
     verts = RNG.normal(size=(40, 3)) * [0.1, 0.07, 0.05]
     plane = geom([0, 0, 0.01], quat_from_axis_angle(jnp.array([1.0, 0.0, 0.0]), 0.1), SIZES[T.PLANE])
@@ -253,10 +253,10 @@ def _hull_points(count: int, radius: float, seed: int) -> str:
 
 def test_mesh_pairs_in_hull_size_buckets_equal_one_padded_batch(tmp_path, monkeypatch):
     # three meshes of 8, 40 and 300 hull vertices sink 1 mm into a floor (contype 2: meshes touch
-    # the floor only): bucketed by hull size (collision.narrowphase.width_buckets), the narrow
+    # the floor only): bucketed by hull size (collision._narrowphase.width_buckets), the narrow
     # phase must give the candidates of one vmap over hulls all padded to 300 vertices (up to
     # rounding: other vector widths), in the same order (keys, warm starts)
-    from jaxsim_contact.collision import narrowphase
+    from jaxsim_contact.collision import _narrowphase as narrowphase
 
     cube = " ".join(f"{x} {y} {z}" for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.1, 0.1))
     xml = f"""
@@ -308,8 +308,8 @@ def test_mixed_shape_lane_equals_its_own_geometry_class(kind):
     # gives its own class's support, Hessian, inflation, bounding radius and centre; derivatives
     # w.r.t. the direction and the size stay finite although every other member's branch is also
     # evaluated on this lane's parameters
-    from jaxsim_contact.collision.geoms import to_shape
-    from jaxsim_contact.collision.mixed import mixed_shapes
+    from jaxsim_contact.collision._geoms import to_shape
+    from jaxsim_contact.collision._mixed import mixed_shapes
 
     verts = np.asarray(RNG.normal(size=(12, 3)) * 0.2) if kind == T.MESH else None
     g = geom([0.1, -0.2, 0.3], random_quat(), MIXED_SIZES[kind], vertices=verts)
@@ -339,9 +339,9 @@ def test_mixed_shape_lane_equals_its_own_geometry_class(kind):
 
 def test_general_pair_groups_share_one_query_program_with_equal_results(tmp_path, monkeypatch):
     # capsule-box (5 perturbed queries per pair) and box-ellipsoid (one query) have no closed form:
-    # the narrow phase runs them as lanes of one GJK/EPA program (collision/mixed.py). At random
+    # the narrow phase runs them as lanes of one GJK/EPA program (collision/_mixed.py). At random
     # overlapping poses its candidates equal those of one program per group (the old path)
-    from jaxsim_contact.collision import narrowphase
+    from jaxsim_contact.collision import _narrowphase as narrowphase
 
     xml = """
     <mujoco>
@@ -439,7 +439,7 @@ def test_culling_bound_never_exceeds_the_distance_and_is_tight_for_long_capsules
     """The culling bound (capsules: from their segments) is a lower bound of the closed-form
     distance over random poses — a pair culled as far can never touch — and much tighter than
     bounding spheres for long capsules side by side."""
-    from jaxsim_contact.collision.narrowphase import pair_bound
+    from jaxsim_contact.collision._narrowphase import pair_bound
 
     ta, tb = types
     count = 300

@@ -1,4 +1,4 @@
-"""Ray casting (``jaxsim_contact.collision.ray``) against MuJoCo C 4.0.0: ``mju_rayGeom`` for the
+"""Ray casting (``jaxsim_contact.collision._ray``) against MuJoCo C 4.0.0: ``mju_rayGeom`` for the
 primitives, ``mj_rayHfield``, ``mj_ray`` on a scene of every geom type (a non-convex mesh, a
 height field, transparent geoms, excluded bodies, static geoms on and off), the rangefinder sensor
 against ``sensordata`` (MJX's ``sensor/sensor.xml``, dm_control's quadruped on random terrain);
@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 import jaxsim_contact as jc
-from jaxsim_contact.collision.ray import ray_geom, ray_hfield, ray_primitive, ray_scene
-from jaxsim_contact.dynamics.kinematics import forward_kinematics
-from jaxsim_contact.types import GeomType
+from jaxsim_contact.collision._ray import ray_geom, ray_hfield, ray_primitive, ray_scene
+from jaxsim_contact.dynamics._kinematics import forward_kinematics
+from jaxsim_contact._types import GeomType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dynamics"))
 from mujoco_comparison import FAST_COMPILE, assert_derivatives_match_central_differences  # noqa: E402

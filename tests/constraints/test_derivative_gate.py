@@ -13,8 +13,8 @@ import pytest
 
 import jaxsim_contact as jc
 from jaxsim_contact.dynamics import smooth_dynamics
-from jaxsim_contact.constraints import stage as constraints
-from jaxsim_contact.constraints.assembler import any_row_in_reach
+from jaxsim_contact.constraints import _stage as constraints
+from jaxsim_contact.constraints._assembler import any_row_in_reach
 
 # a free box over a floor and a hinge arm with a limit: contacts, a limit slot, and a
 # configuration with neither in reach

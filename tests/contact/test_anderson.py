@@ -1,4 +1,4 @@
-"""Anderson acceleration (``jaxsim_contact.contact.anderson``) and ADMM's ``anderson_memory``:
+"""Anderson acceleration (``jaxsim_contact.contact._anderson``) and ADMM's ``anderson_memory``:
 the extrapolation solves linear fixed points in about ``d`` steps where the plain iteration
 crawls, an empty history gives the plain step, and ADMM with it still meets the NCP / CCP
 criterion with forces in the cone."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxsim_contact as jc
-from jaxsim_contact.contact.anderson import anderson_init, anderson_reset, anderson_step
+from jaxsim_contact.contact._anderson import anderson_init, anderson_reset, anderson_step
 
 from test_solvers import batch, run
 

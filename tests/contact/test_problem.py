@@ -95,7 +95,7 @@ def test_cone_projection_jacobian_equals_forward_mode_autodiff():
     """The closed-form Jacobian PrimalNewton's Hessian uses equals ``jax.jacfwd`` of the
     projection on all three branches (inside, polar, surface), across scales, for μ = 0 and at
     the apex and the axis, where ``x_T = 0``."""
-    from jaxsim_contact.contact.problem import project_cone_jacobian
+    from jaxsim_contact.contact._problem import project_cone_jacobian
 
     rng = np.random.default_rng(3)
     x = rng.normal(size=(3000, 3)) * rng.choice([1e-3, 1.0, 1e3], size=(3000, 1))

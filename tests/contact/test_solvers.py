@@ -228,8 +228,8 @@ def test_staggered_reaches_1e6_on_hyperstatic_random_problems(monkeypatch):
     larger sample Anderson acceleration alone stalls (the criterion wanders at 1e-4..1e-1 for
     20000 iterations); the stall guard switches it off and they converge within 1100. Seed 001
     §III-D: Alg. 7 has no convergence guarantee (the sample's remaining failures are listed in the
-    module docstring of ``contact/staggered.py``)."""
-    from jaxsim_contact.contact import staggered
+    module docstring of ``contact/_staggered.py``)."""
+    from jaxsim_contact.contact import _staggered as staggered
 
     solver = C.StaggeredProjections(max_iterations=20000, tolerance=1e-6)
     for p in (batch(16, 24), _hyperstatic_problems([32, 64, 99])):

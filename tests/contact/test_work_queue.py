@@ -110,7 +110,7 @@ def test_bad_arguments_raise():
 def test_default_lanes_follow_the_problem_size():
     """``lanes=None``: the lanes' Delassus matrices kept within ``LANE_BUDGET_BYTES`` (32 lanes for
     small problems, 2 for 64 contacts in float64, twice that in float32), never fewer than 2."""
-    from jaxsim_contact.contact.work_queue import default_lanes
+    from jaxsim_contact.contact._work_queue import default_lanes
 
     assert [default_lanes(n, jnp.float64) for n in (1, 4, 16, 32, 64, 256)] == [32, 32, 32, 8, 2, 2]
     assert default_lanes(64, jnp.float32) == 4

@@ -8,7 +8,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from jaxsim_contact.io.urdf import default_package_dirs
+from jaxsim_contact.io._urdf import default_package_dirs
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import jaxsim_contact as jc
-from jaxsim_contact.dynamics.actuation import activation_rate, clamp_controls
+from jaxsim_contact.dynamics._actuation import activation_rate, clamp_controls
 from jaxsim_contact.io import InvalidActuatorError, UnsupportedFeatureError
 from mujoco_comparison import assert_derivatives_match_central_differences, assert_trajectory_equals_mujoco
 

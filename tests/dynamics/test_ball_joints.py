@@ -2,7 +2,7 @@
 
 Limits (MuJoCo ``mj_instantiateLimit``, ball branch): one slot on the joint's rotation angle ``θ``,
 distance ``max(range) − θ``, normal row ``−axis`` on the joint's dofs
-(``jaxsim_contact.constraints.ball_limit_rows``). The geometry equals MuJoCo's ``efc_pos`` /
+(``jaxsim_contact.constraints._ball_limit_rows``). The geometry equals MuJoCo's ``efc_pos`` /
 ``efc_J``; the forces are this engine's hard ones, checked in closed form (a tilted inverted
 pendulum held at its limit reads ``m g L sin θ`` in ``jointlimitfrc``) and against the same model
 without the limit (a released pendulum swings freely until the limit's window).
@@ -27,8 +27,8 @@ import pytest
 
 import jaxsim_contact as jc
 from jaxsim_contact.constraints import slot_ranges
-from jaxsim_contact.constraints.ball_limit_rows import ball_angles, ball_limit_rows
-from jaxsim_contact.dynamics.rnea import actuator_forces, actuator_terms
+from jaxsim_contact.constraints._ball_limit_rows import ball_angles, ball_limit_rows
+from jaxsim_contact.dynamics._rnea import actuator_forces, actuator_terms
 from jaxsim_contact.io import ModelError
 from mujoco_comparison import (FAST_COMPILE, assert_derivatives_match_central_differences,
                                assert_trajectory_equals_mujoco)

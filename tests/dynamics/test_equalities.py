@@ -29,8 +29,8 @@ import pytest
 
 import jaxsim_contact as jc
 from jaxsim_contact import dynamics
-from jaxsim_contact.constraints.equality_rows import equality_errors
-from jaxsim_contact.dynamics.tendons import tendon_kinematics
+from jaxsim_contact.constraints._equality_rows import equality_errors
+from jaxsim_contact.dynamics._tendons import tendon_kinematics
 from jaxsim_contact.io import InvalidFrictionError
 
 STEPS = 1000

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import jaxsim_contact as jc
-from jaxsim_contact.dynamics.fluid import fluid_forces
+from jaxsim_contact.dynamics._fluid import fluid_forces
 from jaxsim_contact.io import InvalidFluidError
 from mujoco_comparison import (FAST_COMPILE, assert_derivatives_match_central_differences,
                                assert_trajectory_equals_mujoco)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import jaxsim_contact as jc
-from jaxsim_contact.model import Integrator
+from jaxsim_contact._model import Integrator
 from mujoco_comparison import (FAST_COMPILE, assert_derivatives_match_central_differences,
                                assert_trajectory_equals_mujoco)
 

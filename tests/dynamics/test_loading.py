@@ -22,9 +22,9 @@ from jaxsim_contact.io import (
     ModelParseError,
     UnsupportedFeatureError,
 )
-from jaxsim_contact.collision.pairs import build_collision_structure, collision_structure
-from jaxsim_contact.io.scene import rebuild_collision
-from jaxsim_contact.types import GeomType
+from jaxsim_contact.collision._pairs import build_collision_structure, collision_structure
+from jaxsim_contact.io._scene import rebuild_collision
+from jaxsim_contact._types import GeomType
 from dynamics_reference import MODELS, robots_dir, scene_path
 
 
@@ -192,7 +192,7 @@ def test_panda_mimic_joint_is_a_joint_equality_unless_ignored():
     """The URDF ``mimic`` of the Panda's second finger becomes MuJoCo's joint equality (issue 48);
     ``ignore_equality=True`` still drops it, with a warning."""
     model = jc.load(scene_path("panda"))
-    assert model.nv == 9 and model.equalities.kind == (jc.model.EqualityKind.JOINT,)
+    assert model.nv == 9 and model.equalities.kind == (jc._model.EqualityKind.JOINT,)
     with pytest.warns(UserWarning, match="ignoring equality constraint"):
         assert jc.load(scene_path("panda"), ignore_equality=True).neq == 0
 

@@ -1,4 +1,4 @@
-"""Every ``<option>`` / ``<flag>`` is applied, refused or reported (jaxsim_contact.io.options).
+"""Every ``<option>`` / ``<flag>`` is applied, refused or reported (jaxsim_contact.io._options).
 
 A flag that switches physics off is compared with MuJoCo C 4.0.0 with the same flag: with the
 feature off in both engines the scene has no constraint left, so 50 steps must agree to 1e-8.

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import jaxsim_contact as jc
-from jaxsim_contact.model import ErrorFlag
-from jaxsim_contact.constraints.limit_rows import limited_joints
+from jaxsim_contact._model import ErrorFlag
+from jaxsim_contact.constraints._limit_rows import limited_joints
 from compiled import rollout, step
 from dynamics_reference import SCENES, scene_path
 
@@ -287,7 +287,7 @@ def test_generalized_constraint_force_balances_gravity():
     is ``m g``, the others vanish) and equals ``M̃ (v⁺ − v_f) / Δt``. PrimalNewton starts the next
     step from it (``jc.contact.solve``'s ``warm_primal``, tested in tests/contact): a wrong one
     (huge, or NaN) costs iterations at most, never the solution."""
-    from jaxsim_contact.dynamics.step import smooth_dynamics
+    from jaxsim_contact.dynamics._step import smooth_dynamics
 
     solver = jc.contact.PrimalNewton(tolerance=1e-8)
     model = jc.scenes.load("tower", count=2, gap=0.0).replace_options(

@@ -13,7 +13,7 @@ import pytest
 
 import jaxsim_contact as jc
 from jaxsim_contact import dynamics
-from jaxsim_contact.model import ErrorFlag
+from jaxsim_contact._model import ErrorFlag
 from dynamics_reference import MODELS, mujoco_step_model
 
 # name -> (initial q offset from qpos0, initial v, horizon in seconds)

@@ -13,7 +13,7 @@ import mujoco
 import pytest
 
 import jaxsim_contact as jc
-from jaxsim_contact.io.urdf import default_package_dirs
+from jaxsim_contact.io._urdf import default_package_dirs
 
 OVERLAP = 0.005  # m
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import jaxsim_contact as jc
-from jaxsim_contact.dynamics.sensors import COMPUTED_SENSORS
+from jaxsim_contact.dynamics._sensors import COMPUTED_SENSORS
 from mujoco_comparison import FAST_COMPILE, assert_derivatives_match_central_differences
 
 MJX_DATA = pathlib.Path(mujoco.__file__).parent / "mjx" / "test_data"

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import jaxsim_contact as jc
-from jaxsim_contact.dynamics.rnea import actuator_forces, actuator_terms
+from jaxsim_contact.dynamics._rnea import actuator_forces, actuator_terms
 from jaxsim_contact.io import InvalidActuatorError, ModelError, UnsupportedFeatureError
 from mujoco_comparison import (FAST_COMPILE, assert_derivatives_match_central_differences,
                                assert_trajectory_equals_mujoco)

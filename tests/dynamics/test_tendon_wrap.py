@@ -1,4 +1,4 @@
-"""Tendon wrapping (``jaxsim_contact.dynamics.tendon_wrap.wrap``) against MuJoCo C's ``mju_wrap``.
+"""Tendon wrapping (``jaxsim_contact.dynamics._tendon_wrap.wrap``) against MuJoCo C's ``mju_wrap``.
 
 The reference is MuJoCo itself: small models with one spatial tendon
 ``site - wrap geom (sphere or cylinder, with or without side site) - site`` whose sites and geom
@@ -24,7 +24,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from jaxsim_contact.dynamics.tendon_wrap import wrap
+from jaxsim_contact.dynamics._tendon_wrap import wrap
 
 SPHERE_RADIUS = 0.3
 CYLINDER_RADIUS = 0.25

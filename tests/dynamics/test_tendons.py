@@ -21,7 +21,7 @@ import pytest
 
 import jaxsim_contact as jc
 from jaxsim_contact import dynamics
-from jaxsim_contact.dynamics.tendons import tendon_kinematics
+from jaxsim_contact.dynamics._tendons import tendon_kinematics
 
 MJX_DATA = pathlib.Path(mujoco.__file__).parent / "mjx" / "test_data"
 GYM_ASSETS = pathlib.Path(__import__("gymnasium").__file__).parent / "envs" / "mujoco" / "assets"

@@ -23,7 +23,7 @@ from jaxsim_contact.io import (
     CorruptCheckpointError,
     NotACheckpointError,
 )
-from jaxsim_contact.io.checkpoint import FORMAT_VERSION, MAGIC
+from jaxsim_contact.io._checkpoint import FORMAT_VERSION, MAGIC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scenes import pusher  # noqa: E402

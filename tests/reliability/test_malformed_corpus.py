@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import pytest
 
 import jaxsim_contact as jc
-from jaxsim_contact.io import errors
+from jaxsim_contact.io import _errors as errors
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "malformed"
 sys.path.insert(0, str(CORPUS))

@@ -139,7 +139,7 @@ def test_page_is_self_contained_and_inline(demo, tmp_path):
 def test_every_geom_type_and_batched_layouts(tmp_path):
     """Every geom type (a cone is added by hand: MJCF has none) in a batched trajectory, as a
     grid and overlaid; the drawn geometry comes from the page's own geometry code."""
-    from jaxsim_contact.types import GeomType
+    from jaxsim_contact._types import GeomType
 
     xml = """<mujoco><asset><mesh name="tet" vertex="0 0 0  .1 0 0  0 .1 0  0 0 .1"/>
       <hfield name="bump" nrow="3" ncol="4" size=".2 .2 .05 .02" elevation="0 0 0 0  0 1 1 0  0 0 0 0"/>
@@ -177,7 +177,7 @@ def test_height_field_is_drawn_as_a_closed_outward_solid():
     """The drawn height field (elevation surface on a base) encloses exactly the volume of the
     piecewise-linear terrain above ``-base``: divergence theorem over the outward triangles, against
     the per-triangle prism volumes (area × mean height). A flipped or missing face changes it."""
-    from jaxsim_contact.viz.html import _hfield_solid
+    from jaxsim_contact.viz._html import _hfield_solid
 
     rng = np.random.default_rng(0)
     elevation = rng.uniform(0, 1, (5, 7))

@@ -1,6 +1,6 @@
 """Expected outcome of loading every file of the malformed-input corpus with ``jc.load``.
 
-Each case either fails with a specific exception from ``jaxsim_contact.io.errors`` (or
+Each case either fails with a specific exception from ``jaxsim_contact.io._errors`` (or
 ``FileNotFoundError`` for a missing model file) whose message contains every string of
 ``message`` — the model file's name, the offending element or asset, and the value — or loads,
 emits a ``UserWarning`` containing every string of ``message``, applies the documented fallback,
@@ -155,11 +155,11 @@ def readme_table() -> str:
         "",
         "Bad meshes and models for `jc.load` (issue 8). `make_corpus.py` writes every file and this",
         "README from `manifest.py`, which `tests/reliability/test_malformed_corpus.py` checks: each",
-        "file either fails with the listed exception (from `jaxsim_contact.io.errors`; message",
+        "file either fails with the listed exception (from `jaxsim_contact.io._errors`; message",
         "contains the listed strings: file, element or asset, value) or loads with a `UserWarning`",
         "containing the listed strings, applies the documented fallback, and survives a 1000-step",
-        "drop test with finite `q` and `v`. Fallbacks are documented in `jaxsim_contact/io/meshes.py`",
-        "(meshes) and `jaxsim_contact/io/validation.py` (scales).",
+        "drop test with finite `q` and `v`. Fallbacks are documented in `jaxsim_contact/io/_meshes.py`",
+        "(meshes) and `jaxsim_contact/io/_validation.py` (scales).",
         "",
         f"{len(CASES)} cases, {sum(c.outcome == 'loads' for c in CASES)} of which load.",
         "",

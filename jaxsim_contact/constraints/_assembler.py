@@ -1,0 +1,231 @@
+"""The assembler: every producer's row block stacked into one contact problem, and the solved force
+split back per block (DESIGN §2 stages 4–5; MuJoCo's ``efc_*`` row space).
+
+:data:`PRODUCERS` lists the constraint kinds in slot order — cones, unilateral, box, bilateral
+(:data:`~._rows.KIND_ORDER`), as :class:`~jaxsim_contact.contact.ContactProblem`'s slot layout
+requires. Adding a constraint kind is one producer module (a
+:class:`~._rows.RowBlock` subclass, a ``slots(model)`` count, an ``in_reach`` test and a ``rows``
+function) and one line here.
+
+The problem is posed in force units (seed 001 §II: ``g / Δt``): ``G f + (c^f − c*)/Δt`` with the
+Delassus matrix ``G = J M̃⁻¹ Jᵀ = B Bᵀ``, ``B = J L⁻ᵀ`` (seed 004 §II-C), and the reference normal
+velocity (seed 001 §II, after eq. 9)
+``c*_N = −max(φ, 0)/Δt + min(β max(−φ, 0)/Δt, v_max)``: a separated slot may close exactly its
+gap during the step (the "completed Taylor expansion" ``Φ/Δt``), a violated one is pushed out by
+the Baumgarte term ``k_B = β/Δt`` at most at the block's ``v_max`` (``max_correction_speed`` for
+contacts, ``limit_correction_speed`` for joint limits: ``RowBlock.correction_speed``); where the block
+allows restitution and the slot closes during the step at an approach speed above
+``restitution_threshold``, ``c*_N = max(c*_N, −e c^t_N)`` (Newton restitution).
+"""
+
+from __future__ import annotations
+
+import typing
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..collision._narrowphase import KEY_STRIDE
+from ..collision._pairs import collision_structure
+from ..contact import ContactProblem
+from .._model import Model, Options, State
+from . import (_ball_limit_rows as ball_limit_rows, _contact_rows as contact_rows, _equality_rows as equality_rows, _friction_rows as friction_rows, _limit_rows as limit_rows,
+               _tendon_limit_rows as tendon_limit_rows)
+from ._rows import KIND_ORDER, RowBlock, RowKind, SlotGeometry
+
+__all__ = ["PRODUCERS", "Producer", "num_constraint_slots", "slot_ranges", "constraint_rows", "any_row_in_reach",
+           "stack", "contact_problem", "split_forces"]
+
+
+class Producer(typing.NamedTuple):
+    """One constraint kind: its static slot count, a scalar "some slot may be active" test and the
+    row block of a state (``all_far``: the caller knows that nothing is in reach)."""
+
+    name: str
+    slots: typing.Callable
+    in_reach: typing.Callable
+    rows: typing.Callable
+
+
+PRODUCERS: tuple[Producer, ...] = (
+    Producer("contacts", contact_rows.contact_slots,
+             lambda model, state, smooth, dt, margin: contact_rows.contacts_in_reach(
+                 model, smooth.kinematics, margin),
+             lambda model, state, smooth, dt, margin, all_far: contact_rows.contact_rows(
+                 model, smooth.kinematics, margin, all_far)),
+    Producer("limits", lambda model: len(limit_rows.limited_joints(model)),
+             lambda model, state, smooth, dt, margin: limit_rows.limits_in_reach(
+                 model, state.q, state.v, dt, margin),
+             lambda model, state, smooth, dt, margin, all_far: (
+                 limit_rows.limit_rows(model, state.q, state.v, dt, margin), jnp.zeros((), bool))),
+    Producer("ball_limits", lambda model: len(ball_limit_rows.limited_ball_joints(model)),
+             lambda model, state, smooth, dt, margin: ball_limit_rows.ball_limits_in_reach(
+                 model, state.q, state.v, dt, margin),
+             lambda model, state, smooth, dt, margin, all_far: (
+                 ball_limit_rows.ball_limit_rows(model, state.q, state.v, dt, margin),
+                 jnp.zeros((), bool))),
+    Producer("tendon_limits", lambda model: len(tendon_limit_rows.limited_tendons(model)),
+             lambda model, state, smooth, dt, margin: tendon_limit_rows.tendon_limits_in_reach(
+                 model, smooth, state.v, dt, margin),
+             lambda model, state, smooth, dt, margin, all_far: (
+                 tendon_limit_rows.tendon_limit_rows(model, smooth, state.v, dt, margin),
+                 jnp.zeros((), bool))),
+    Producer("friction", friction_rows.friction_slots,
+             lambda model, state, smooth, dt, margin: jnp.ones((), bool),
+             lambda model, state, smooth, dt, margin, all_far: (
+                 friction_rows.friction_rows(model, smooth), jnp.zeros((), bool))),
+    Producer("equalities", equality_rows.equality_slots,
+             lambda model, state, smooth, dt, margin: jnp.any(model.equalities.is_active()),
+             lambda model, state, smooth, dt, margin, all_far: (
+                 equality_rows.equality_rows(model, state.q, smooth), jnp.zeros((), bool))),
+)
+
+
+def _producers(model: Model) -> tuple[Producer, ...]:
+    return tuple(p for p in PRODUCERS if p.slots(model) > 0)
+
+
+def num_constraint_slots(model: Model) -> int:
+    """Static number of constraint slots of a step (every producer's slots)."""
+    return sum(p.slots(model) for p in PRODUCERS)
+
+
+def slot_ranges(model: Model) -> dict[str, slice]:
+    """Static slot range of every producer (by :attr:`Producer.name`) in the constraint slots of
+    a step (``ContactData`` order), empty ranges included."""
+    ranges, start = {}, 0
+    for producer in PRODUCERS:
+        stop = start + producer.slots(model)
+        ranges[producer.name] = slice(start, stop)
+        start = stop
+    return ranges
+
+
+def any_row_in_reach(model: Model, state: State, smooth, dt: jax.Array) -> jax.Array:
+    """Scalar bool: some producer may have an active slot. When false no slot is active, and
+    :func:`constraint_rows` equals its ``all_far=True`` variant."""
+    margin = model.options.contact_margin.astype(state.q.dtype)
+    in_reach = jnp.zeros((), bool)
+    for producer in _producers(model):
+        in_reach = in_reach | producer.in_reach(model, state, smooth, dt, margin)
+    return in_reach
+
+
+def constraint_rows(model: Model, state: State, smooth, dt: jax.Array, all_far: bool):
+    """``(blocks, overflow)``: the row block of every producer with slots, in slot order, and
+    whether some producer had more active candidates than slots."""
+    margin = model.options.contact_margin.astype(state.q.dtype)
+    blocks, overflow = [], jnp.zeros((), bool)
+    key_offset = KEY_STRIDE * collision_structure(model).num_pairs  # past every contact key
+    for producer in _producers(model):
+        block, block_overflow = producer.rows(model, state, smooth, dt, margin, all_far)
+        if producer.name != "contacts":  # block-local keys, made model-wide
+            block = eqx.tree_at(lambda b: b.key, block, block.key + key_offset)
+            key_offset += block.num_slots
+        blocks.append(block)
+        overflow = overflow | block_overflow
+    order = [KIND_ORDER.index(b.kind) for b in blocks]
+    if order != sorted(order):
+        raise AssertionError(f"PRODUCERS must list their kinds in the order {KIND_ORDER}")
+    return tuple(blocks), overflow
+
+
+def stack(blocks: tuple[RowBlock, ...]) -> SlotGeometry:
+    """The blocks' slot geometry concatenated in the row space's slot order (``n`` slots)."""
+    cat = lambda name: jnp.concatenate([getattr(b, name) for b in blocks])  # noqa: E731
+    return SlotGeometry(distance=cat("distance"), frame=cat("frame"), friction=cat("friction"),
+                   key=cat("key"), active=cat("active"), point=cat("point"))
+
+
+def _reference_velocity(blocks, options: Options, distance, c_now, dt):
+    """``(n,)`` reference normal velocity ``c*_N`` (module docstring)."""
+    dtype = distance.dtype
+    gap = jnp.maximum(distance, 0.0)
+    # Baumgarte push-out, capped so that a deep overlap separates at a bounded speed; each kind
+    # has its own cap (a contact's in m/s, a hinge limit's in rad/s: issue 43's ant)
+    cap = jnp.concatenate([jnp.broadcast_to(b.correction_speed(options, dtype), (b.num_slots,))
+                           for b in blocks])
+    push_out = jnp.minimum(options.baumgarte.astype(dtype) * jnp.maximum(-distance, 0.0) / dt, cap)
+    reference = -gap / dt + push_out
+    approach = -c_now[:, 2]
+    closes = approach * dt > gap
+    bounces_kind = jnp.asarray(np.concatenate([np.full(b.num_slots, b.restitution) for b in blocks]))
+    bounce = (approach > options.restitution_threshold.astype(dtype)) & closes & bounces_kind
+    return jnp.where(bounce, jnp.maximum(reference, options.restitution.astype(dtype) * approach),
+                     reference)
+
+
+def contact_problem(model: Model, blocks, rows: SlotGeometry, smooth, velocity, dt):
+    """``(problem, B)``: the contact problem of the stacked blocks (force units, module docstring)
+    and its Delassus factor ``B`` ``(3n, nv)``."""
+    factor_rows, velocity_rows = zip(*(b.factor_and_velocity_rows(model, smooth, velocity)
+                                       for b in blocks))
+    B = jnp.concatenate(factor_rows)
+    with jax.named_scope("delassus"):
+        G = B @ B.T
+        G = 0.5 * (G + G.T)
+    n = rows.distance.shape[0]
+    velocities = jnp.concatenate(velocity_rows)
+    c_free, c_now = velocities[:, 0].reshape(n, 3), velocities[:, 1].reshape(n, 3)
+    reference = _row_references(blocks, model.options, rows.distance, c_now, dt)
+    g = ((c_free - reference) / dt).reshape(3 * n)
+    # diag(B Bᵀ) from B itself: a solver that never reads G (PrimalNewton) never forms it
+    block_diag = jnp.sum(B * B, axis=1).reshape(n, 3)
+    normal_diag = block_diag[:, 2]
+    # A slot whose normal Delassus entry vanishes next to its own block (the bodies cannot move
+    # relative to each other along the normal: a hinge axis along the normal, two geoms of one
+    # rigid assembly) cannot be resolved by any normal force: a violated one makes the NCP
+    # infeasible. Such rows are masked (λ = 0); their distance is still reported. The threshold
+    # is relative to the slot's own block, so mass ratios between bodies never mask a real one.
+    # (A bilateral slot is never masked this way: its three rows are constraints of their own,
+    # and a row no dof can move only leaves the equality unsatisfied, which the solver reports.)
+    degenerate = normal_diag <= 100.0 * jnp.finfo(B.dtype).eps * jnp.sum(block_diag, -1)
+    bilateral = np.concatenate([np.full(b.num_slots, b.kind is RowKind.BILATERAL) for b in blocks])
+    active = rows.active & ~(degenerate & ~jnp.asarray(bilateral))
+    compliance = _compliance_rows(blocks, model.options, normal_diag)
+    count = lambda kind: sum(b.num_slots for b in blocks if b.kind is kind)  # noqa: E731
+    bound = jnp.concatenate([b.force_bound(B.dtype) for b in blocks])
+    # G has rank ≤ nv: when nv < 3n the ADMM (Cholesky) solver factorises an nv × nv matrix
+    # instead of 3n × 3n (Woodbury identity, see jc.contact.ADMM)
+    factor = B if model.nv < 3 * n else None
+    problem = ContactProblem(G, g, rows.friction, compliance=compliance, active=active,
+                             delassus_factor=factor, num_frictionless=count(RowKind.UNILATERAL),
+                             num_box=count(RowKind.BOX), num_bilateral=count(RowKind.BILATERAL),
+                             bound=bound)
+    return problem, B
+
+
+def _row_references(blocks, options: Options, distance, c_now, dt):
+    """``(n, 3)`` reference velocity ``c*`` of every row: the normal rows' gap / push-out /
+    restitution rule (:func:`_reference_velocity`) and zero tangent rows, except for blocks that
+    give all three rows their own (``RowBlock.reference_velocity``: equality constraints)."""
+    normal = _reference_velocity(blocks, options, distance, c_now, dt)
+    reference = jnp.zeros_like(c_now).at[:, 2].set(normal)
+    start = 0
+    for block in blocks:
+        own = block.reference_velocity(options, dt)
+        if own is not None:
+            reference = reference.at[start:start + block.num_slots].set(own)
+        start += block.num_slots
+    return reference
+
+
+def _compliance_rows(blocks, options: Options, normal_diag) -> jax.Array:
+    """``(3n,)`` compliance of every row, ``(R_T, R_T, R)`` per slot, from each block's kind."""
+    dtype = normal_diag.dtype
+    parts, start = [], 0
+    for block in blocks:
+        diag = normal_diag[start:start + block.num_slots]
+        normal = jnp.broadcast_to(block.normal_compliance(options, dtype), diag.shape)
+        tangent = block.tangent_compliance(options, diag)
+        parts.append(jnp.stack([tangent, tangent, normal], -1))
+        start += block.num_slots
+    return jnp.concatenate(parts).reshape(-1)
+
+
+def split_forces(blocks: tuple[RowBlock, ...], force: jax.Array) -> tuple[jax.Array, ...]:
+    """The solved ``(n, 3)`` slot forces split per block, in block order."""
+    bounds = np.cumsum([0] + [b.num_slots for b in blocks])
+    return tuple(force[start:end] for start, end in zip(bounds[:-1], bounds[1:]))

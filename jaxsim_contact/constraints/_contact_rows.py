@@ -1,0 +1,109 @@
+"""Contact rows: the ``budget`` deepest active narrow-phase candidates as Coulomb-cone slots
+(DESIGN §2 stage 4; seed 001 §II eqs. 4–7).
+
+The slots are filled by ``lax.top_k`` on depth among the active candidates; more active candidates
+than slots sets the overflow flag (static budget + mask, no sentinel). A slot's Jacobian rows are
+``F (J_b(p) − J_a(p))`` (:func:`~._jacobian.contact_jacobians`), formed only inside the solve.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+
+from ..collision._manifold import tangent_frame
+from ..collision._narrowphase import any_pair_near, far_candidates, max_candidates, narrow_phase
+from ..collision._pairs import collision_structure
+from .._model import Model, Options
+from ._jacobian import contact_jacobians
+from ._rows import RowBlock, RowKind
+
+__all__ = ["ContactRows", "contact_rows", "contacts_in_reach", "contact_slots",
+           "default_contact_budget"]
+
+
+def default_contact_budget(model: Model) -> int:
+    """Default number of contact slots: 4 per moving body plus 4, at most the candidate count."""
+    structure = collision_structure(model)
+    moving = sum(1 for b in range(1, model.nbody) if model.tree.body_joint_num[b] > 0) or 1
+    return min(max_candidates(structure), 4 * moving + 4)
+
+
+def contact_slots(model: Model) -> int:
+    """Static number of contact slots handed to the solver (0 when contacts are disabled)."""
+    opts = model.options
+    if not opts.enable_contacts:
+        return 0
+    total = max_candidates(collision_structure(model))
+    if opts.contact_budget is None:
+        return default_contact_budget(model)
+    return min(total, opts.contact_budget)
+
+
+class ContactRows(RowBlock):
+    """Contact slots (:class:`~._rows.RowBlock`) with the bodies ``body_a``, ``body_b`` ``(m,)``
+    int32 of each slot (normal from a to b)."""
+
+    body_a: jax.Array
+    body_b: jax.Array
+
+    kind: ClassVar[RowKind] = RowKind.CONE
+    restitution: ClassVar[bool] = True
+
+    def normal_compliance(self, options: Options, dtype) -> jax.Array:
+        return options.compliance.astype(dtype)
+
+    def correction_speed(self, options: Options, dtype) -> jax.Array:
+        return options.max_correction_speed.astype(dtype)
+
+    def tangent_compliance(self, options: Options, normal_diag: jax.Array) -> jax.Array:
+        """``(m,)`` compliance ``R_T`` of the two friction rows."""
+        return jnp.broadcast_to(options.tangential_compliance.astype(normal_diag.dtype),
+                                normal_diag.shape)
+
+    def factor_and_velocity_rows(self, model, smooth, velocity):
+        # inactive slots may hold geometry of far-away or degenerate pairs: they must not reach
+        # M̃⁻¹Jᵀ. A zero frame at a finite point gives zero Jacobian rows; masking the (m, 3, 3)
+        # inputs is cheaper than the (3m, nv) output.
+        with jax.named_scope("contact_jacobian"):
+            jacobian = contact_jacobians(
+                model, smooth.motion_axes, self.body_a, self.body_b,
+                jnp.where(self.active[:, None], self.point, 0.0),
+                jnp.where(self.active[:, None, None], self.frame, 0.0))
+        jacobian = jacobian.reshape(3 * self.num_slots, model.nv)
+        with jax.named_scope("delassus"):
+            # B in its row layout: as the transpose of L⁻¹ Jᵀ, XLA:CPU copied the (3m, nv) array
+            # in transposed order wherever the solver read it
+            factor_rows = jacobian @ smooth.cholesky_inverse.T
+        both_velocities = jnp.stack([smooth.free_velocity, velocity], axis=1)
+        return factor_rows, jacobian @ both_velocities
+
+
+def contacts_in_reach(model: Model, kinematics, margin: jax.Array) -> jax.Array:
+    """Scalar bool: some candidate pair passes culling (else no contact slot can be active)."""
+    return any_pair_near(model, collision_structure(model), kinematics.body_pos,
+                         kinematics.body_quat, margin)
+
+
+def contact_rows(model: Model, kinematics, margin: jax.Array, all_far: bool = False):
+    """``(ContactRows, overflow)`` of the configuration whose forward kinematics is ``kinematics``.
+
+    ``margin``: scalar contact margin (m). ``all_far`` (static): the caller knows that no pair
+    is near (:func:`contacts_in_reach` is false); the candidates then report their culling bounds
+    without running a pair function — the same values in that case.
+    """
+    structure = collision_structure(model)
+    candidates_of = far_candidates if all_far else narrow_phase
+    with jax.named_scope("narrow_phase"):
+        cands = candidates_of(model, structure, kinematics.body_pos, kinematics.body_quat, margin)
+    budget = contact_slots(model)
+    score = jnp.where(cands.active, -cands.distance, -jnp.inf)
+    _, index = jax.lax.top_k(score, budget)
+    overflow = (jnp.sum(cands.active) > budget) | cands.overflow
+    rows = ContactRows(
+        distance=cands.distance[index], frame=tangent_frame(cands.normal[index]),
+        friction=cands.friction[index], key=cands.key[index], active=cands.active[index],
+        point=cands.point[index], body_a=cands.body_a[index], body_b=cands.body_b[index])
+    return rows, overflow

@@ -1,0 +1,138 @@
+"""Bodies of one kinematic tree that start inside each other (issue 43, "Bad input").
+
+Robot descriptions often have collision geometry that overlaps where two links meet — a leg's hull
+reaching into the torso around the hip (example-robot-data's Solo-12: 4 mm between ``base_link``
+and each ``*_UPPER_LEG``, whose parent between them has no geometry, so MuJoCo's parent–child
+filter does not apply). MuJoCo's soft contacts carry such an overlap as a permanent small internal
+force. A hard contact cannot: the joints between the two links often cannot change the overlap
+(it is around their common axis), so the complementarity problem asks for a separation no motion
+gives, and the solver runs to its cap on every step. Planning stacks treat such pairs as "colliding by default" and
+disable them (MoveIt's SRDF ``disable_collisions reason="Default"``); :func:`exclude_self_overlaps`
+does the same, naming every pair it excludes.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+from ._errors import SelfOverlapWarning
+
+__all__ = ["self_overlaps", "exclude_self_overlaps", "reference_pose_contacts", "one_mechanism",
+           "SELF_OVERLAP_DEPTH"]
+
+#: a pair counts as overlapping when MuJoCo C finds it deeper than this at ``qpos0`` (m): deeper
+#: overlaps are collision meshes intersecting at a joint by design, shallower ones touching links
+#: (closed gripper fingers) that a contact can push apart.
+SELF_OVERLAP_DEPTH = 1e-3
+
+
+def self_overlaps(mj) -> list[tuple[int, int, float]]:
+    """Pairs of bodies of one mechanism (:func:`one_mechanism`) whose geoms overlap by more than
+    :data:`SELF_OVERLAP_DEPTH` at the reference pose ``qpos0``, as MuJoCo C's collision detection
+    finds them (after its own filters: ``contype``/``conaffinity``, parent–child, ``<exclude>``).
+
+    Args:
+      mj: a compiled ``mujoco.MjModel``.
+    Returns:
+      ``(body1, body2, depth)`` per body pair, ``body1 < body2`` (MuJoCo body ids), ``depth`` the
+      deepest contact's penetration in metres, deepest pair first.
+    """
+    deepest: dict[tuple[int, int], float] = {}
+    for geom1, geom2, depth, _ in reference_pose_contacts(mj):
+        if depth <= SELF_OVERLAP_DEPTH or not one_mechanism(mj, geom1, geom2):
+            continue
+        body1, body2 = sorted((int(mj.geom_bodyid[geom1]), int(mj.geom_bodyid[geom2])))
+        deepest[(body1, body2)] = max(depth, deepest.get((body1, body2), 0.0))
+    return sorted(((a, b, d) for (a, b), d in deepest.items()), key=lambda pair: -pair[2])
+
+
+def reference_pose_contacts(mj) -> list[tuple[int, int, float, bool]]:
+    """MuJoCo C's contacts at ``qpos0``: ``(geom1, geom2, depth, excluded)`` each, ``depth`` the
+    penetration in metres (negative: separated within the margin), ``excluded`` MuJoCo's flag
+    for a contact it leaves out of the constraints."""
+    import mujoco
+
+    data = mujoco.MjData(mj)
+    mujoco.mj_forward(mj, data)
+    return [(int(c.geom1), int(c.geom2), -float(c.dist), c.exclude != 0)
+            for c in data.contact[:data.ncon]]
+
+
+def one_mechanism(mj, geom1: int, geom2: int) -> bool:
+    """Whether geoms ``geom1`` and ``geom2`` belong to one mechanism: bodies of one tree, or — for
+    a fixed-base robot, whose base MuJoCo fuses into the world body (URDF roots, ``fusestatic``) —
+    a non-plane geom of the world and a tree without a free joint (the Allegro hand's palm and
+    fingers). A floor (plane or height field) is never part of a mechanism."""
+    import mujoco
+
+    geom1, geom2 = sorted((geom1, geom2), key=lambda g: mj.geom_bodyid[g])
+    body1, body2 = int(mj.geom_bodyid[geom1]), int(mj.geom_bodyid[geom2])
+    if body1 != 0:
+        return bool(mj.body_rootid[body1] == mj.body_rootid[body2])
+    # ints on both sides: `np.int32 in (enum, ...)` compares enum == np.int32, which is False
+    if int(mj.geom_type[geom1]) in (int(mujoco.mjtGeom.mjGEOM_PLANE), int(mujoco.mjtGeom.mjGEOM_HFIELD)):
+        return False
+    # MuJoCo allows a free joint only on a top-level body: a floating tree's root has one
+    root = int(mj.body_rootid[body2])
+    floating = (mj.body_jntnum[root] > 0
+                and int(mj.jnt_type[mj.body_jntadr[root]]) == int(mujoco.mjtJoint.mjJNT_FREE))
+    return not floating
+
+
+def _body_name(mj, body: int) -> str | None:
+    import mujoco
+
+    return mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_BODY, body) or None
+
+
+def _describe(mj, pairs) -> str:
+    def name(body):
+        return _body_name(mj, body) or f"#{body}"
+
+    return ", ".join(f"{name(a)!r}-{name(b)!r} {1e3 * depth:.2f} mm" for a, b, depth in pairs)
+
+
+def exclude_self_overlaps(spec, mj, path: str | Path, exclude: bool = True):
+    """Warn about (and, with ``exclude``, exclude from collision) the pairs of
+    :func:`self_overlaps` of ``mj``, the compiled ``spec``; returns the model to simulate.
+
+    Excluding adds ``<contact><exclude body1 body2/>`` for each pair to ``spec`` and compiles it
+    again. A pair with an unnamed body cannot be named in an exclude, and one with the world body
+    (a fixed base's welded geometry) would also lose the link's floor contacts: those are
+    reported, not excluded. Warnings are :class:`~jaxsim_contact.io._errors.SelfOverlapWarning`
+    and name the file, the bodies and the depths.
+    """
+    pairs = self_overlaps(mj)
+    if not pairs:
+        return mj
+    if not exclude:
+        warnings.warn(
+            f"{path}: bodies of one kinematic tree overlap at the reference pose qpos0 "
+            f"({_describe(mj, pairs)}); kept as asked (exclude_self_overlaps=False): a hard "
+            "contact that starts inside a link it cannot move away from keeps the solver at its "
+            "iteration cap", SelfOverlapWarning, stacklevel=3)
+        return mj
+    excluded = [(a, b, d) for a, b, d in pairs if a != 0 and _body_name(mj, a) and _body_name(mj, b)]
+    for a, b, _ in excluded:
+        spec.add_exclude(bodyname1=_body_name(mj, a), bodyname2=_body_name(mj, b))
+    welded = [pair for pair in pairs if pair[0] == 0]
+    unnamed = [pair for pair in pairs if pair not in excluded and pair not in welded]
+    parts = []
+    if excluded:
+        parts.append("bodies of one kinematic tree overlap at the reference pose qpos0 and are "
+                     f"excluded from collision with each other: {_describe(mj, excluded)}")
+    if welded:
+        parts.append("links overlap geometry welded to the world (a fixed base) at qpos0, not "
+                     "excluded because an <exclude> with the world would also drop their floor "
+                     f"contacts (give the welded geom contype/conaffinity bits the links lack): "
+                     f"{_describe(mj, welded)}")
+    if unnamed:
+        parts.append("overlapping at qpos0 but not excluded (an unnamed body cannot be excluded): "
+                     f"{_describe(mj, unnamed)}")
+    message = f"{path}: " + "; ".join(parts)
+    warnings.warn(message + ". A hard contact between links that start inside each other cannot "
+                  "be resolved (the solver would run to its cap on every step); write the "
+                  "<exclude> yourself to silence this, or pass exclude_self_overlaps=False to "
+                  "keep the pairs", SelfOverlapWarning, stacklevel=3)
+    return spec.compile() if excluded else mj
