@@ -3,10 +3,14 @@ random configurations in MuJoCo's qpos layout, MuJoCo set up like our contact-fr
 
 from __future__ import annotations
 
+import functools
+import warnings
 from pathlib import Path
 
 import mujoco
 import numpy as np
+
+import jaxsim_contact as jc
 
 from jaxsim_contact.io._urdf import default_package_dirs
 
@@ -57,3 +61,14 @@ def mujoco_step_model(mj: mujoco.MjModel) -> mujoco.MjModel:
     mj.opt.integrator = int(mujoco.mjtIntegrator.mjINT_EULER)
     mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
     return mj
+
+
+@functools.cache
+def load_scene(name: str):
+    """``(model, mjmodel)`` of a scene of :data:`SCENES`, loaded once per process. ``mjmodel`` is
+    MuJoCo's compilation with the same loader options (the reference the model was converted from)."""
+    path, kwargs = scene_path(name), SCENES[name][1]
+    with warnings.catch_warnings():
+        # the Panda's finger mimic joint: dropping it is asserted in tests/io/test_loading.py
+        warnings.filterwarnings("ignore", message=".*ignoring equality constraint")
+        return jc.load(path, **kwargs), jc.io.compile_mjmodel(path, **kwargs)

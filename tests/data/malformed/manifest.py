@@ -4,7 +4,7 @@ Each case either fails with a specific exception from ``jaxsim_contact.io._error
 ``FileNotFoundError`` for a missing model file) whose message contains every string of
 ``message`` — the model file's name, the offending element or asset, and the value — or loads,
 emits a ``UserWarning`` containing every string of ``message``, applies the documented fallback,
-and then survives a 1000-step drop test (tests/reliability/test_malformed_corpus.py).
+and then survives a 1000-step drop test (tests/io/test_malformed_corpus.py).
 
 ``make_corpus.py`` writes the files and regenerates the README table from ``CASES``.
 """
@@ -154,7 +154,7 @@ def readme_table() -> str:
         "# Malformed-input corpus",
         "",
         "Bad meshes and models for `jc.load` (issue 8). `make_corpus.py` writes every file and this",
-        "README from `manifest.py`, which `tests/reliability/test_malformed_corpus.py` checks: each",
+        "README from `manifest.py`, which `tests/io/test_malformed_corpus.py` checks: each",
         "file either fails with the listed exception (from `jaxsim_contact.io._errors`; message",
         "contains the listed strings: file, element or asset, value) or loads with a `UserWarning`",
         "containing the listed strings, applies the documented fallback, and survives a 1000-step",

@@ -25,7 +25,7 @@ from jaxsim_contact.io import (
 )
 from jaxsim_contact.io._checkpoint import FORMAT_VERSION, MAGIC
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
 from scenes import pusher  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
