@@ -440,10 +440,7 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
     The result follows MuJoCo's body, joint, ``qpos`` and ``qvel`` order exactly. The model's
     ``<option>`` flags that switch physics off are applied (:func:`._options.apply_options`).
     """
-    import mujoco
-
     mj = apply_options(mj)
-
     dtype = dtype or jnp.result_type(float)
 
     def arr(x, shape=None):
@@ -452,39 +449,42 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
             a = a.reshape(shape)
         return jnp.asarray(a, dtype=dtype)
 
-    def names(obj_type, count):
-        return tuple(mujoco.mj_id2name(mj, obj_type, i) or "" for i in range(count))
-
-    gravity = np.asarray(mj.opt.gravity, dtype=np.float64)
-    disabled = int(mj.opt.disableflags)
-    if disabled & int(mujoco.mjtDisableBit.mjDSBL_GRAVITY):
-        gravity = np.zeros(3)
-    constraints_off = bool(disabled & int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT))
-
-    nu = mj.nu
-    actuator_target = tuple(int(j) for j in mj.actuator_trnid[:, 0]) if nu else ()
-    actuator_on_tendon = tuple(int(t) == int(mujoco.mjtTrn.mjTRN_TENDON) for t in mj.actuator_trntype)
-    actuator_on_site = tuple(int(t) == int(mujoco.mjtTrn.mjTRN_SITE) for t in mj.actuator_trntype)
-    actuator_in_parent = tuple(int(t) == int(mujoco.mjtTrn.mjTRN_JOINTINPARENT) for t in mj.actuator_trntype)
-    actuator_refsite = tuple(int(mj.actuator_trnid[a, 1]) if actuator_on_site[a] else -1
-                             for a in range(nu))
     meshes = tuple(
         arr(mj.mesh_vert[mj.mesh_vertadr[i]: mj.mesh_vertadr[i] + mj.mesh_vertnum[i]])
         for i in range(mj.nmesh)
     )
-    body_names = names(mujoco.mjtObj.mjOBJ_BODY, mj.nbody)
-    # MuJoCo encodes an <exclude> as (body1 << 16) + body2
-    exclude_pairs = tuple(
-        (int(signature >> 16), int(signature & 0xFFFF))
-        for signature in np.asarray(mj.exclude_signature, dtype=np.int64)
-    )
-    contact_pairs = _explicit_contact_pairs(mj, source)
-    geom_mesh = _geom_data_index(mj, mujoco.mjtGeom.mjGEOM_MESH)
-    geom_hfield = _geom_data_index(mj, mujoco.mjtGeom.mjGEOM_HFIELD)
-    fluid_bodies, fluid_geoms = _fluid_structure(mj)
-
     return Model(
         tree=_tree_from_mjmodel(mj),
+        **_body_and_joint_fields(mj, arr),
+        **_actuator_fields(mj, arr),
+        **_geom_and_site_fields(mj, arr, meshes),
+        tendons=_tendons_from_mjmodel(mj, arr),
+        equalities=_equalities_from_mjmodel(mj, arr),
+        actuator_states=_actuator_states_from_mjmodel(mj, arr),
+        sensors=_sensors_from_mjmodel(mj, arr),
+        options=_options_from_mjmodel(mj, arr),
+        **_collision_from_mjmodel(mj, meshes, source),
+        source=source,
+    ).astype(dtype)  # default option objects (solver tolerances, ...) follow the model dtype
+
+
+def _names(mj, obj_type, count: int) -> tuple[str, ...]:
+    import mujoco
+
+    return tuple(mujoco.mj_id2name(mj, obj_type, i) or "" for i in range(count))
+
+
+def _exclude_pairs(mj) -> tuple[tuple[int, int], ...]:
+    # MuJoCo encodes an <exclude> as (body1 << 16) + body2
+    return tuple((int(signature >> 16), int(signature & 0xFFFF))
+                 for signature in np.asarray(mj.exclude_signature, dtype=np.int64))
+
+
+def _body_and_joint_fields(mj, arr) -> dict:
+    """The Model fields of bodies, joints and dofs (MuJoCo's ``body_*``, ``jnt_*``, ``dof_*``)."""
+    import mujoco
+
+    return dict(
         body_pos=arr(mj.body_pos, (mj.nbody, 3)),
         body_quat=arr(mj.body_quat, (mj.nbody, 4)),
         body_mass=arr(mj.body_mass, (mj.nbody,)),
@@ -502,6 +502,28 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         dof_armature=arr(mj.dof_armature, (mj.nv,)),
         dof_damping=arr(mj.dof_damping, (mj.nv,)),
         dof_frictionloss=arr(mj.dof_frictionloss, (mj.nv,)),
+        body_names=_names(mj, mujoco.mjtObj.mjOBJ_BODY, mj.nbody),
+        joint_names=_names(mj, mujoco.mjtObj.mjOBJ_JOINT, mj.njnt),
+        joint_limited=tuple(bool(x) for x in mj.jnt_limited),
+        exclude_body_pairs=_exclude_pairs(mj),
+        frictionloss_dofs=tuple(int(d) for d in np.flatnonzero(np.asarray(mj.dof_frictionloss) > 0)),
+        gravcomp_bodies=tuple(int(b) for b in np.flatnonzero(np.asarray(mj.body_gravcomp) != 0)),
+        rotational_spring_joints=tuple(int(j) for j in range(mj.njnt)
+                                       if int(mj.jnt_type[j]) in (0, 1) and mj.jnt_stiffness[j] != 0),
+        joint_actuator_gravcomp=tuple(int(j) for j in np.flatnonzero(np.asarray(mj.jnt_actgravcomp))),
+        joint_actuator_force_limited=tuple(int(j) for j in np.flatnonzero(np.asarray(mj.jnt_actfrclimited))),
+    )
+
+
+def _actuator_fields(mj, arr) -> dict:
+    """The Model fields of actuators: gains, biases, gears, ranges and transmissions
+    (MuJoCo's ``actuator_*``)."""
+    import mujoco
+
+    nu = mj.nu
+    on_site = tuple(int(t) == int(mujoco.mjtTrn.mjTRN_SITE) for t in mj.actuator_trntype)
+    in_parent = tuple(int(t) == int(mujoco.mjtTrn.mjTRN_JOINTINPARENT) for t in mj.actuator_trntype)
+    return dict(
         actuator_gain=arr(_affine_parameters(mj.actuator_gainprm, mj.actuator_gaintype,
                                              int(mujoco.mjtGain.mjGAIN_AFFINE), keep_first=True), (nu, 3)),
         actuator_bias=arr(_affine_parameters(mj.actuator_biasprm, mj.actuator_biastype,
@@ -510,6 +532,25 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         actuator_site_gear=arr(mj.actuator_gear, (nu, 6)),
         actuator_ctrl_range=arr(mj.actuator_ctrlrange, (nu, 2)),
         actuator_force_range=arr(mj.actuator_forcerange, (nu, 2)),
+        actuator_names=_names(mj, mujoco.mjtObj.mjOBJ_ACTUATOR, nu),
+        actuator_target=tuple(int(j) for j in mj.actuator_trnid[:, 0]) if nu else (),
+        actuator_on_tendon=tuple(int(t) == int(mujoco.mjtTrn.mjTRN_TENDON) for t in mj.actuator_trntype),
+        actuator_ctrl_limited=tuple(bool(x) for x in mj.actuator_ctrllimited),
+        actuator_force_limited=tuple(bool(x) for x in mj.actuator_forcelimited),
+        actuator_on_site=on_site if any(on_site) else (),
+        actuator_refsite=tuple(int(mj.actuator_trnid[a, 1]) if on_site[a] else -1
+                               for a in range(nu)) if any(on_site) else (),
+        actuator_in_parent=in_parent if any(in_parent) else (),
+    )
+
+
+def _geom_and_site_fields(mj, arr, meshes) -> dict:
+    """The Model fields of geoms, meshes, height fields and sites (MuJoCo's ``geom_*``,
+    ``mesh_*``, ``hfield_*``, ``site_*``)."""
+    import mujoco
+
+    fluid_bodies, fluid_geoms = _fluid_structure(mj)
+    return dict(
         geom_size=arr(mj.geom_size, (mj.ngeom, 3)),
         geom_pos=arr(mj.geom_pos, (mj.ngeom, 3)),
         geom_quat=arr(mj.geom_quat, (mj.ngeom, 4)),
@@ -522,57 +563,56 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         site_pos=arr(mj.site_pos, (mj.nsite, 3)),
         site_quat=arr(mj.site_quat, (mj.nsite, 4)),
         site_size=arr(mj.site_size, (mj.nsite, 3)),
-        tendons=_tendons_from_mjmodel(mj, arr),
-        equalities=_equalities_from_mjmodel(mj, arr),
-        actuator_states=_actuator_states_from_mjmodel(mj, arr),
-        sensors=_sensors_from_mjmodel(mj, arr),
-        options=Options(
-            dt=arr(mj.opt.timestep), gravity=arr(gravity),
-            integrator=_INTEGRATOR_FROM_MJ[int(mj.opt.integrator)],
-            enable_contacts=not (constraints_off or disabled & int(mujoco.mjtDisableBit.mjDSBL_CONTACT)),
-            enable_joint_limits=not (constraints_off or disabled & int(mujoco.mjtDisableBit.mjDSBL_LIMIT)),
-            euler_damping=not disabled & int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP),
-            fluid_density=arr(mj.opt.density), fluid_viscosity=arr(mj.opt.viscosity),
-            wind=arr(mj.opt.wind, (3,)),
-            magnetic=arr(mj.opt.magnetic, (3,)),
-        ),
-        body_names=body_names,
-        joint_names=names(mujoco.mjtObj.mjOBJ_JOINT, mj.njnt),
-        joint_limited=tuple(bool(x) for x in mj.jnt_limited),
-        actuator_names=names(mujoco.mjtObj.mjOBJ_ACTUATOR, nu),
-        actuator_target=actuator_target,
-        actuator_on_tendon=actuator_on_tendon,
-        actuator_ctrl_limited=tuple(bool(x) for x in mj.actuator_ctrllimited),
-        actuator_force_limited=tuple(bool(x) for x in mj.actuator_forcelimited),
-        geom_names=names(mujoco.mjtObj.mjOBJ_GEOM, mj.ngeom),
+        geom_names=_names(mj, mujoco.mjtObj.mjOBJ_GEOM, mj.ngeom),
         geom_type=tuple(_GEOM_FROM_MJ[int(t)] for t in mj.geom_type),
         geom_body=tuple(int(b) for b in mj.geom_bodyid),
         geom_contype=tuple(int(c) for c in mj.geom_contype),
         geom_conaffinity=tuple(int(c) for c in mj.geom_conaffinity),
-        geom_mesh=geom_mesh,
-        geom_hfield=geom_hfield,
-        hfield_names=names(mujoco.mjtObj.mjOBJ_HFIELD, mj.nhfield),
+        geom_mesh=_geom_data_index(mj, mujoco.mjtGeom.mjGEOM_MESH),
+        geom_hfield=_geom_data_index(mj, mujoco.mjtGeom.mjGEOM_HFIELD),
+        hfield_names=_names(mj, mujoco.mjtObj.mjOBJ_HFIELD, mj.nhfield),
         site_body=tuple(int(b) for b in mj.site_bodyid),
-        site_names=names(mujoco.mjtObj.mjOBJ_SITE, mj.nsite),
+        site_names=_names(mj, mujoco.mjtObj.mjOBJ_SITE, mj.nsite),
         site_type=tuple(_GEOM_FROM_MJ[int(t)] for t in mj.site_type),
-        exclude_body_pairs=exclude_pairs,
-        contact_geom_pairs=contact_pairs,
-        source=source,
-        frictionloss_dofs=tuple(int(d) for d in np.flatnonzero(np.asarray(mj.dof_frictionloss) > 0)),
-        gravcomp_bodies=tuple(int(b) for b in np.flatnonzero(np.asarray(mj.body_gravcomp) != 0)),
-        rotational_spring_joints=tuple(int(j) for j in range(mj.njnt)
-                                       if int(mj.jnt_type[j]) in (0, 1) and mj.jnt_stiffness[j] != 0),
-        actuator_on_site=actuator_on_site if any(actuator_on_site) else (),
-        actuator_refsite=actuator_refsite if any(actuator_on_site) else (),
-        actuator_in_parent=actuator_in_parent if any(actuator_in_parent) else (),
-        joint_actuator_gravcomp=tuple(int(j) for j in np.flatnonzero(np.asarray(mj.jnt_actgravcomp))),
-        joint_actuator_force_limited=tuple(int(j) for j in np.flatnonzero(np.asarray(mj.jnt_actfrclimited))),
         fluid_bodies=fluid_bodies,
         fluid_geoms=fluid_geoms,
         mesh_faces=tuple(tuple(int(i) for i in np.asarray(mj.mesh_face[mj.mesh_faceadr[m]:
                                                               mj.mesh_faceadr[m] + mj.mesh_facenum[m]]).ravel())
                          for m in range(mj.nmesh)),
         transparent_geoms=_transparent_geoms(mj),
+    )
+
+
+def _options_from_mjmodel(mj, arr) -> Options:
+    """``Options`` from MuJoCo's ``<option>`` (time step, gravity, integrator, disable flags, fluid
+    medium, magnetic field)."""
+    import mujoco
+
+    disabled = int(mj.opt.disableflags)
+    gravity = np.asarray(mj.opt.gravity, dtype=np.float64)
+    if disabled & int(mujoco.mjtDisableBit.mjDSBL_GRAVITY):
+        gravity = np.zeros(3)
+    constraints_off = bool(disabled & int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT))
+    return Options(
+        dt=arr(mj.opt.timestep), gravity=arr(gravity),
+        integrator=_INTEGRATOR_FROM_MJ[int(mj.opt.integrator)],
+        enable_contacts=not (constraints_off or disabled & int(mujoco.mjtDisableBit.mjDSBL_CONTACT)),
+        enable_joint_limits=not (constraints_off or disabled & int(mujoco.mjtDisableBit.mjDSBL_LIMIT)),
+        euler_damping=not disabled & int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP),
+        fluid_density=arr(mj.opt.density), fluid_viscosity=arr(mj.opt.viscosity),
+        wind=arr(mj.opt.wind, (3,)),
+        magnetic=arr(mj.opt.magnetic, (3,)),
+    )
+
+
+def _collision_from_mjmodel(mj, meshes, source: str) -> dict:
+    """The Model fields of what may touch: the explicit ``<contact><pair>`` list and the static
+    collision structure (pair groups, broad-phase tables) of the model's geoms."""
+    import mujoco
+
+    contact_pairs = _explicit_contact_pairs(mj, source)
+    return dict(
+        contact_geom_pairs=contact_pairs,
         collision=build_collision_structure(
             geom_type=tuple(_GEOM_FROM_MJ[int(t)] for t in mj.geom_type),
             geom_body=tuple(int(b) for b in mj.geom_bodyid),
@@ -580,14 +620,14 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
             geom_conaffinity=tuple(int(c) for c in mj.geom_conaffinity),
             body_parent=tuple(int(p) for p in mj.body_parentid),
             body_joint_num=tuple(int(n) for n in mj.body_jntnum),
-            exclude_body_pairs=exclude_pairs,
+            exclude_body_pairs=_exclude_pairs(mj),
             contact_geom_pairs=contact_pairs,
             mesh_vertices=tuple(np.asarray(v) for v in meshes),
-            geom_hfield=geom_hfield,
+            geom_hfield=_geom_data_index(mj, mujoco.mjtGeom.mjGEOM_HFIELD),
             hfield_size=np.asarray(mj.hfield_size, np.float64).reshape(mj.nhfield, 4),
             hfield_shape=tuple((int(mj.hfield_nrow[h]), int(mj.hfield_ncol[h])) for h in range(mj.nhfield)),
             geom_size=np.asarray(mj.geom_size, np.float64),
-            geom_mesh=geom_mesh,
+            geom_mesh=_geom_data_index(mj, mujoco.mjtGeom.mjGEOM_MESH),
             geom_margin=np.asarray(mj.geom_margin, np.float64),
         ),
-    ).astype(dtype)  # default option objects (solver tolerances, ...) follow the model dtype
+    )
