@@ -320,6 +320,10 @@ def apply_physics_flags(model, solver: str = "admm", compliance: float = 0.0):
     return model.replace_options(**changes)
 
 
+_CACHE_WORDS = {"off": "no persistent cache", "hit": "persistent cache hit: loaded, not compiled",
+                "miss": "persistent cache miss: compiled and stored", "none": "already compiled in this process"}
+
+
 def simulate(model, steps: int = 1000, batch: int = 1, out_html=None, out=None,
              progress: bool = True) -> dict:
     """Roll ``model`` out for ``steps`` steps (``batch`` copies, vmapped) and print a summary.
@@ -343,9 +347,12 @@ def simulate(model, steps: int = 1000, batch: int = 1, out_html=None, out=None,
     chunk = _chunk_length(steps)
     ctrls = jnp.zeros((batch, chunk, model.nu), dtype)
     run = jax.jit(jax.vmap(jc.rollout, in_axes=(None, 0, 0)))
-    t0 = time.perf_counter()
-    compiled = run.lower(model, states, ctrls).compile()
-    compile_s = time.perf_counter() - t0
+    scene = Path(model.source).name or "the scene"
+    with jc.compile_report(f"the rollout of {scene} ({batch} env{'s' if batch > 1 else ''} x {chunk} steps "
+                           "per call; XLA may note 'Very slow compile?': its own timer, harmless)",
+                           announce=progress) as compiling:
+        compiled = run.lower(model, states, ctrls).compile()
+    compile_s = compiling.seconds
     # the rollout runs in equal chunks of one compiled program, so long runs can report progress
     final, pieces, run_s = states, [], 0.0
     for done in range(chunk, steps + 1, chunk):
@@ -360,7 +367,7 @@ def simulate(model, steps: int = 1000, batch: int = 1, out_html=None, out=None,
     energy = jax.jit(jax.vmap(lambda q, v: kinetic_energy(model, q, v) + potential_energy(model, q)))
     e = np.asarray(energy(traj.q[0], traj.v[0]))
     summary = dict(
-        steps=steps, batch=batch, compile_s=compile_s, run_s=run_s,
+        steps=steps, batch=batch, compile_s=compile_s, compile_cache=compiling.cache_status, run_s=run_s,
         env_steps_per_s=steps * batch / run_s,
         max_penetration=float(jnp.max(traj.contact.penetration)),
         energy_start=float(e[0]), energy_end=float(e[-1]),
@@ -374,7 +381,7 @@ def simulate(model, steps: int = 1000, batch: int = 1, out_html=None, out=None,
           f"{jc.constraints.num_constraint_slots(model)} constraint slots", file=out)
     print(f"run         {steps} steps x {batch} envs, dt={float(model.options.dt):g} s, "
           f"dtype {jnp.dtype(dtype).name}, backend {jax.default_backend()}", file=out)
-    print(f"compile     {compile_s:.1f} s", file=out)
+    print(f"compile     {compile_s:.1f} s ({_CACHE_WORDS[compiling.cache_status]})", file=out)
     print(f"speed       {summary['env_steps_per_s']:.0f} env-steps/s ({run_s:.2f} s)", file=out)
     print(f"penetration max {summary['max_penetration']:.3e} m", file=out)
     print(f"energy      {summary['energy_start']:.6f} J -> {summary['energy_end']:.6f} J (env 0)", file=out)
@@ -384,8 +391,8 @@ def simulate(model, steps: int = 1000, batch: int = 1, out_html=None, out=None,
     print(f"errors      {summary['errors'][:8]}{' ...' if batch > 8 else ''} (bits: 1 non-finite, "
           "2 solver not converged, 4 contact budget overflow)", file=out)
     if out_html:
-        env0 = jax.tree_util.tree_map(lambda x: x[0], traj)
-        jc.viz.to_html(model, env0, out_html)
+        env0, start0 = (jax.tree_util.tree_map(lambda x: x[0], tree) for tree in (traj, states))
+        jc.viz.to_html(model, env0, out_html, initial=start0)
         print(f"replay      {out_html}", file=out)
         summary["html"] = str(out_html)
     return summary

@@ -4,8 +4,9 @@ of the package's own modules, and every import goes down the layer order (read f
 
 The layers, lowest first (DESIGN §3, with two placements made explicit):
 
-1. ``_math``, ``_types``, ``_linalg``, ``_batching``, ``_autodiff``, ``_precision``, ``_version`` —
-   arrays, enums, spatial algebra, helpers of the derivative rules and of matrix precision;
+1. ``_math``, ``_types``, ``_linalg``, ``_batching``, ``_autodiff``, ``_precision``, ``_compiling``,
+   ``_version`` — arrays, enums, spatial algebra, helpers of the derivative rules, of matrix
+   precision and of compile reports;
 2. ``geometry`` — shapes and support functions;
 3. ``contact`` — contact problems, solvers and their derivative rules, independent of any scene
    (they need no collision code: a ``ContactProblem`` is a Delassus matrix and a free velocity);
@@ -31,7 +32,7 @@ PACKAGE = "jaxsim_contact"
 ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("_math", "_types", "_linalg", "_batching", "_autodiff", "_precision", "_version"),
+    ("_math", "_types", "_linalg", "_batching", "_autodiff", "_precision", "_compiling", "_version"),
     ("geometry",),
     ("contact",),
     ("_model",),

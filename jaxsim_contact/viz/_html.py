@@ -134,6 +134,38 @@ def _as_trajectory_arrays(model, trajectory, batch_axis: int):
     return q, times, points, active, batched
 
 
+def _prepend_initial(model, initial, q, times, points, active):
+    """The arrays of :func:`_as_trajectory_arrays` with the state ``initial`` as frame 0 of every
+    environment (``q (nq,)`` or ``(B, nq)``; its time and contact points when it has them, else
+    ``t = first time - dt`` and no contact point)."""
+    q0 = np.asarray(getattr(initial, "q", initial), np.float64)
+    num_envs = q.shape[0]
+    if q0.shape not in ((model.nq,), (num_envs, model.nq)):
+        raise ValueError(f"initial.q has shape {q0.shape}; expected ({model.nq},) or ({num_envs}, "
+                         f"{model.nq}) for a trajectory of {num_envs} environment(s)")
+
+    def first(x, trailing: tuple[int, ...]):
+        x = np.asarray(x)
+        return np.broadcast_to(x, (num_envs, *trailing)) if x.shape == trailing else x
+
+    q = np.concatenate([first(q0, (model.nq,))[:, None].astype(q.dtype), q], axis=1)
+    if times is not None:
+        t0 = getattr(initial, "time", None)
+        t0 = times[:, :1] - float(model.options.dt) if t0 is None else first(t0, ())[:, None]
+        times = np.concatenate([np.asarray(t0, np.float64), times], axis=1)
+    if points is not None:
+        contact = getattr(initial, "contact", None)
+        if contact is not None and getattr(contact, "point", None) is not None:
+            p0 = first(contact.point, points.shape[2:])
+            a0 = first(contact.active, active.shape[2:])
+        else:
+            p0 = np.zeros((num_envs, *points.shape[2:]))
+            a0 = np.zeros((num_envs, *active.shape[2:]), bool)
+        points = np.concatenate([np.asarray(p0, points.dtype)[:, None], points], axis=1)
+        active = np.concatenate([np.asarray(a0, active.dtype)[:, None], active], axis=1)
+    return q, times, points, active
+
+
 def _select_environments(env_ids, num_envs: int, batched: bool) -> list[int]:
     if env_ids is None:
         ids = list(range(num_envs))
@@ -252,7 +284,7 @@ def _encode(array: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(array, dtype="<f4").tobytes()).decode("ascii")
 
 
-def to_html(model, trajectory, path=None, env_ids=None, *, layout: str = "grid",
+def to_html(model, trajectory, path=None, env_ids=None, *, initial=None, layout: str = "grid",
             batch_axis: int = 0, max_frames: int = 600, show_contacts: bool = True,
             height: int = 480, title: str | None = None) -> HTMLReplay:
     """A self-contained HTML replay (three.js, embedded; no network) of a trajectory.
@@ -266,6 +298,10 @@ def to_html(model, trajectory, path=None, env_ids=None, *, layout: str = "grid",
         works (frames are then ``model.dt`` apart). ``trajectory.contact`` (optional) adds the
         active contact points.
       path: file to write the page to (optional).
+      initial: the state the trajectory started from (e.g. ``jc.init(model)``; batched like the
+        trajectory, or one state for every environment), drawn as frame 0 at its own time
+        (t = 0 for ``jc.init``): ``jc.rollout`` returns the states *after* each step, so without
+        it the first frame is the state at ``t = dt``.
       env_ids: environment index or indices of a batched trajectory to draw (default: all, at most
         :data:`MAX_ENVIRONMENTS`); for an unbatched trajectory only ``0``.
       layout: ``"grid"`` (side by side, row by row, in the order of ``env_ids``) or ``"overlay"``
@@ -295,6 +331,8 @@ def to_html(model, trajectory, path=None, env_ids=None, *, layout: str = "grid",
     if int(max_frames) < 1:
         raise ValueError(f"max_frames must be >= 1; got {max_frames}")
     q, times, points, active, batched = _as_trajectory_arrays(model, trajectory, batch_axis)
+    if initial is not None:
+        q, times, points, active = _prepend_initial(model, initial, q, times, points, active)
     ids = _select_environments(env_ids, q.shape[0], batched)
     num_steps = q.shape[1]
     stride = max(1, math.ceil(num_steps / int(max_frames)))
@@ -320,7 +358,7 @@ def to_html(model, trajectory, path=None, env_ids=None, *, layout: str = "grid",
         frame_dt = float(model.options.dt) * stride
 
     # --- geoms and the extent of everything that moves (for framing and the grid pitch) ---
-    geoms, lows, highs = [], [], []
+    geoms, lows, highs, reaches = [], [], [], []
     positions = poses[..., :3]  # (E, F, nbody, 3)
     body_colour = {b: k for k, b in enumerate(sorted({int(b) for b in model.geom_body if b != 0}))}
     for g in range(model.ngeom):
@@ -346,6 +384,7 @@ def to_html(model, trajectory, path=None, env_ids=None, *, layout: str = "grid",
             centres = positions[:, :, body].reshape(-1, 3)
             lows.append(centres.min(axis=0) - reach)
             highs.append(centres.max(axis=0) + reach)
+            reaches.append((body, reach))
         geoms.append(entry)
     if lows:
         low, high = np.min(lows, axis=0), np.max(highs, axis=0)
@@ -372,6 +411,8 @@ def to_html(model, trajectory, path=None, env_ids=None, *, layout: str = "grid",
             entry["extent"] = [s if s > 0 else h for s, h in zip(entry["size"][:2], plane_half)]
             entry["extent"] = [min(s, h) for s, h in zip(entry["extent"], plane_half)]
 
+    framing = _framing_points(positions, reaches, offsets, low, high)
+
     # --- contact points of the active contact slots (joint-limit slots carry no point) ---
     num_contact_slots = 0
     contact_points = ""
@@ -391,6 +432,7 @@ def to_html(model, trajectory, path=None, env_ids=None, *, layout: str = "grid",
         geoms=geoms, palette=_PALETTE, offsets=offsets.round(6).tolist(),
         center=(centre + (offsets.mean(axis=0) if num_envs else 0)).round(6).tolist(),
         radius=radius, camera_distance=2.0 * radius + 0.1,
+        framing=framing.round(5).tolist(),
         grid_divisions=int(min(40, max(4, round(2 * plane_half[0] / _nice_step(span))))),
         num_contact_slots=int(num_contact_slots), contact_points=contact_points,
         contact_marker=float(max(2e-3, 0.012 * float(np.max(span)))), info=info,
@@ -404,6 +446,35 @@ def to_html(model, trajectory, path=None, env_ids=None, *, layout: str = "grid",
     if path is not None:
         replay.save(path)
     return replay
+
+
+#: frames sampled per environment for the camera's framing points
+FRAMING_SAMPLES = 32
+
+
+def _framing_points(positions: np.ndarray, reaches: list, offsets: np.ndarray, low: np.ndarray,
+                    high: np.ndarray) -> np.ndarray:
+    """Points (world frame, laid out) whose view the camera fits: for every moving geom, at up to
+    :data:`FRAMING_SAMPLES` frames of every environment, its body's position ± its reach along the
+    three axes; reduced to their convex hull's vertices (the box ``[low, high]``'s corners when
+    nothing moves or the points are flat)."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    num_frames = positions.shape[1]
+    frames = np.unique(np.linspace(0, num_frames - 1, min(num_frames, FRAMING_SAMPLES)).round().astype(int))
+    axes = np.concatenate([np.eye(3), -np.eye(3)])
+    points = [positions[:, frames, body][:, :, None] + offsets[:, None, None] + reach * axes
+              for body, reach in reaches]  # each (E, S, 6, 3)
+    corners = np.array([[x, y, z] for x in (low[0], high[0]) for y in (low[1], high[1])
+                        for z in (low[2], high[2])]) + offsets[:, None]
+    if not points:
+        return corners.reshape(-1, 3)
+    cloud = np.concatenate([p.reshape(-1, 3) for p in points])
+    cloud = cloud[np.isfinite(cloud).all(axis=1)]
+    try:
+        return cloud[ConvexHull(cloud).vertices]
+    except (QhullError, ValueError):
+        return corners.reshape(-1, 3)
 
 
 def _nice_step(span: np.ndarray) -> float:

@@ -7,7 +7,9 @@ installs it); the test fails, with that hint, when it is missing.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -48,7 +50,7 @@ def _chromium() -> str:
     return exe
 
 
-def _chromium_run(tmp_path, url: str, *action: str, budget_ms: int) -> str:
+def _chromium_run(tmp_path, url: str, *action: str, budget_ms: int, size=(WIDTH, HEIGHT)) -> str:
     """Run headless Chromium on ``url`` with ``action`` (``--screenshot=...`` or ``--dump-dom``)
     after ``budget_ms`` of virtual time; returns stdout."""
     profile = tmp_path / f"profile{len(list(tmp_path.glob('profile*')))}"
@@ -62,21 +64,21 @@ def _chromium_run(tmp_path, url: str, *action: str, budget_ms: int) -> str:
         # 1-6 animation frames in the budget and the playback check fails at random (CI showed a
         # single frame); with it, 7-44 frames in 3 s of virtual time, with both cores loaded
         "--run-all-compositor-stages-before-draw",
-        f"--window-size={WIDTH},{HEIGHT}", f"--virtual-time-budget={budget_ms}", *action, url,
+        f"--window-size={size[0]},{size[1]}", f"--virtual-time-budget={budget_ms}", *action, url,
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 
 
-def _canvas(tmp_path, url: str, name: str, budget_ms: int = 2000) -> np.ndarray:
+def _canvas(tmp_path, url: str, name: str, budget_ms: int = 2000, size=(WIDTH, HEIGHT)) -> np.ndarray:
     from PIL import Image
 
     png = tmp_path / f"{name}.png"
-    _chromium_run(tmp_path, url, f"--screenshot={png}", budget_ms=budget_ms)
+    _chromium_run(tmp_path, url, f"--screenshot={png}", budget_ms=budget_ms, size=size)
     pixels = np.asarray(Image.open(png).convert("RGB"), dtype=np.float64)
-    assert pixels.shape == (HEIGHT, WIDTH, 3)
-    return pixels[:HEIGHT - BAR]
+    assert pixels.shape == (size[1], size[0], 3)
+    return pixels[:size[1] - BAR]
 
 
 def _body_attributes(tmp_path, url: str, budget_ms: int) -> dict:
@@ -111,7 +113,46 @@ def test_demo_replay_renders_in_headless_chromium(demo, tmp_path):
     assert state["ready"] == "1", state
     assert int(state["shown"]) > 2, state  # frames shown since load (playback loops, frame wraps)
     paused = _body_attributes(tmp_path, f"{page.as_uri()}#frame=5", budget_ms=3000)
-    assert paused == {"ready": "1", "frame": "5", "shown": "1"}, paused
+    assert paused == {"ready": "1", "frame": "5", "shown": "1", "time": f"{0.012:.6f}"}, paused
+
+
+def _page_data(page: str) -> dict:
+    return json.loads(re.search(r'<script id="jc-data" type="application/json">(.*?)</script>', page, re.S)
+                      .group(1).replace("<\\/", "</"))
+
+
+def test_first_frame_is_the_initial_state_and_the_scene_fills_the_view(demo, tmp_path):
+    """Frame 0 of a replay given ``initial=`` is the state the rollout started from, labelled
+    t = 0 (the rollout's own states are those after each step: without it frame 0 is t = dt); the
+    camera frames what moves: the bodies, over the first and the last frame, span most of the
+    view and sit in its middle, whatever the window's shape."""
+    model, traj = demo
+    start = jc.init(model)
+    page = jc.viz.to_html(model, traj, tmp_path / "start.html", initial=start)
+    data = _page_data(page)
+    assert data["num_frames"] == STEPS + 1 and data["times"][:2] == [0.0, 0.002]
+    poses = np.frombuffer(base64.b64decode(data["poses"]), "<f4").reshape(1, STEPS + 1, model.nbody, 7)
+    expected = jc.body_poses(model, start.q)
+    np.testing.assert_allclose(poses[0, 0, :, :3], expected.pos, atol=1e-6)
+    np.testing.assert_allclose(poses[0, 0, :, 3:], expected.quat, atol=1e-6)
+    shown = _body_attributes(tmp_path, f"{(tmp_path / 'start.html').as_uri()}#frame=0", budget_ms=3000)
+    assert shown["frame"] == "0" and float(shown["time"]) == 0.0, shown
+    after = jc.viz.to_html(model, traj, tmp_path / "after.html")
+    assert _page_data(after)["times"][0] == pytest.approx(float(model.options.dt))
+
+    for width, height in ((WIDTH, HEIGHT), (500, 700)):
+        url = (tmp_path / "start.html").as_uri()
+        shots = [_canvas(tmp_path, f"{url}#frame={k}", f"fill{k}_{width}", size=(width, height))
+                 for k in (0, STEPS)]
+        bodies = np.zeros(shots[0].shape[:2], bool)
+        for shot in shots:
+            bodies |= (shot.max(axis=-1) - shot.min(axis=-1)) > 20  # coloured bodies; floor, shadows grey
+        rows, cols = np.flatnonzero(bodies.any(axis=1)), np.flatnonzero(bodies.any(axis=0))
+        view_h, view_w = bodies.shape
+        extent = max((rows[-1] - rows[0]) / view_h, (cols[-1] - cols[0]) / view_w)
+        centre = ((rows[-1] + rows[0]) / 2 / view_h, (cols[-1] + cols[0]) / 2 / view_w)
+        assert extent > 0.6, (width, height, extent)
+        assert all(0.35 < c < 0.65 for c in centre), (width, height, centre)
 
 
 def test_page_is_self_contained_and_inline(demo, tmp_path):
