@@ -3,8 +3,10 @@
 and exits 0; a second run is served by the persistent compilation cache and says so.
 
 (The README's second command, the test suite from a clean clone, is what ``.ci/run`` runs.)
-The virtual environment sees this interpreter's packages (``--system-site-packages``) and installs
-without build isolation, so the test needs no network: the dependencies are the suite's own.
+The virtual environment sees this interpreter's packages (``--system-site-packages``; its pip too)
+and installs the clone with ``--no-deps``: the dependencies are the suite's own. pip builds the
+package as the README's command does, with build isolation (the build backend, ``setuptools>=77``,
+comes from the package index, as for ``.ci/run``).
 """
 
 from __future__ import annotations
@@ -33,17 +35,18 @@ def installed(tmp_path_factory):
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.fail("the README test clones the repository: it needs git and a git checkout")
     base = tmp_path_factory.mktemp("readme")
-    clone = base / "jaxsim_contact"
+    clone = base / "clone"
     cloned = _run(["git", "clone", "--quiet", str(ROOT), str(clone)])
     assert cloned.returncode == 0, cloned.stderr
     venv = base / ".venv"
-    made = _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)])
+    # without a pip of its own: this interpreter's pip (and its index configuration) serves
+    made = _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)])
     assert made.returncode == 0, made.stderr
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("JAX_", "PYTHONPATH", "JC_SUITE"))}  # the suite's cache, not ours
     env.update(HOME=str(base / "home"), PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
-    pip = _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
-                "--no-build-isolation", "-e", "."], cwd=clone, env=env)
+    pip = _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps", "-e", "."],
+               cwd=clone, env=env)
     assert pip.returncode == 0, pip.stdout + pip.stderr
     return clone, venv / "bin", env
 

@@ -175,9 +175,9 @@ def test_full_coordinate_system_equals_seed_reduced_system():
 
     @jax.jit
     def system(G, g, mu, lam):
-        c_lam, c_sig, _, modes = C.implicit.mode_equations("ncp", G, g, mu, jnp.ones(N, bool),
+        c_lam, c_sig, _, modes = C._implicit.mode_equations("ncp", G, g, mu, jnp.ones(N, bool),
                                                            lam, TIGHT)
-        return C.implicit.implicit_matrix(c_lam, c_sig, G), c_sig, modes
+        return C._implicit.implicit_matrix(c_lam, c_sig, G), c_sig, modes
 
     M, c_sig, modes = (np.asarray(x) for x in system(G, g, mu, lam))
     np.testing.assert_array_equal(modes, [C.STICKING, C.SLIDING, C.BREAKING, C.SLIDING])
@@ -329,7 +329,7 @@ def test_pseudo_inverse_of_the_free_block_in_every_tier():
     ``vmap`` (where the batch takes the tier of its largest count), against ``numpy.linalg.pinv``
     of the free block with the same relative cutoff — also with a rank-deficient free block."""
     n = 24  # large enough for every tier of PSEUDO_INVERSE_TIERS
-    assert C.implicit.PSEUDO_INVERSE_TIERS == (0, 8, 16)
+    assert C._implicit.PSEUDO_INVERSE_TIERS == (0, 8, 16)
     rng = np.random.default_rng(5)
     free_counts = (0, 6, 10, 20)  # one per tier: none, ≤ 8, ≤ 16, full
     Ms, frees, refs = [], [], []
@@ -349,8 +349,8 @@ def test_pseudo_inverse_of_the_free_block_in_every_tier():
         # M as an implicit system: C_λ = 0, C_σ = I, R = 0, G = M; columns of M⁺ from the identity
         # (a batch of right-hand sides of one system: the rule factors it once)
         zeros33 = jnp.zeros((n, 3, 3), M.dtype)
-        system = C.implicit._ImplicitSystem(zeros33, zeros33 + jnp.eye(3), jnp.zeros(3 * n), M, None)
-        solve = functools.partial(C.implicit._pseudo_inverse_solve, system, free, transpose=transpose)
+        system = C._implicit._ImplicitSystem(zeros33, zeros33 + jnp.eye(3), jnp.zeros(3 * n), M, None)
+        solve = functools.partial(C._implicit._pseudo_inverse_solve, system, free, transpose=transpose)
         return jax.vmap(solve, in_axes=1, out_axes=1)(jnp.eye(3 * n))
 
     single = jax.jit(pinv, static_argnums=2)

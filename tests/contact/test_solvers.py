@@ -502,8 +502,8 @@ def test_round_off_floors_closed_form():
     p = _scaled_problem(1.0, jnp.float64)
     force = jnp.asarray(np.random.default_rng(4).uniform(0.0, 2.0, (8, 3)))
     products = jnp.abs(p.delassus) @ jnp.abs(force.reshape(-1))
-    floors = C.problem.round_off_floors(p, force, products)
-    eps = C.problem.ROUND_OFF_ULPS * np.finfo(np.float64).eps
+    floors = C._problem.round_off_floors(p, force, products)
+    eps = C._problem.ROUND_OFF_ULPS * np.finfo(np.float64).eps
     lam = np.abs(np.asarray(force)).max(axis=1)
     rows = (np.asarray(products) + np.abs(np.asarray(p.free_velocity))).reshape(8, 3).max(axis=1)
     sigma = (1 + np.asarray(p.friction)) * rows
@@ -512,7 +512,7 @@ def test_round_off_floors_closed_form():
     # inactive contacts have no floor
     inactive = C.ContactProblem(p.delassus, p.free_velocity, p.friction,
                                 active=jnp.arange(8) < 3)
-    assert all(np.all(np.asarray(x)[3:] == 0.0) for x in C.problem.round_off_floors(inactive, force, products))
+    assert all(np.all(np.asarray(x)[3:] == 0.0) for x in C._problem.round_off_floors(inactive, force, products))
 
 
 def test_admm_stops_at_the_float32_round_off_floor():
