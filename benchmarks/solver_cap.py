@@ -7,7 +7,8 @@ mean solver iterations, steps whose final criterion exceeds the tolerance (uncon
 stopped by the cap), the worst criterion, CPU time of the second (compiled) call and compile time.
 
     PYTHONPATH=. taskset -c 0 python benchmarks/solver_cap.py [--scenes go2 tower demo humanoid]
-        [--caps 200 500] [--rho-updates balanced spectral] [--anderson 0 5] [--out FILE]
+        [--caps 200 500] [--rho-updates balanced spectral] [--anderson 0 5] [--polish 0 1]
+        [--steps N] [--out FILE]
 
 Writes ``benchmarks/results/solver_cap.md`` (``--out``).
 """
@@ -47,8 +48,11 @@ def scene(name: str):
     return model, jc.init(model, q=jnp.asarray(q0))
 
 
-def with_cap(model, cap: int, rho_update: str | None = None, anderson: int | None = None):
+def with_cap(model, cap: int, rho_update: str | None = None, anderson: int | None = None,
+             polish: bool | None = None):
     changes = dict(max_iterations=cap)
+    if polish is not None:
+        changes["polish"] = polish
     if rho_update is not None:
         changes["rho_update"] = rho_update
     if anderson is not None:
@@ -87,6 +91,9 @@ def main(argv=None):
                         help="ADMM ρ schedules to compare (default: the default solver's)")
     parser.add_argument("--anderson", type=int, nargs="*", default=[None],
                         help="ADMM Anderson memories to compare (0: off; default: the default solver's)")
+    parser.add_argument("--polish", type=int, nargs="*", default=[None], choices=[0, 1],
+                        help="ADMM polish of capped solves off / on (default: the default solver's)")
+    parser.add_argument("--steps", type=int, default=None, help="steps per rollout (default: per scene)")
     parser.add_argument("--out", default=str(HERE / "results" / "solver_cap.md"))
     args = parser.parse_args(argv)
     lines = ["# Solver iteration cap on whole rollouts", "",
@@ -94,16 +101,17 @@ def main(argv=None):
              f"{time.strftime('%Y-%m-%d %H:%M')}, jax {jax.__version__}, float64, batch 1, CPU time of "
              f"one pinned process; load average at start {loadavg()}.",
              "Default solver of `jc.Options` except `max_iterations`.", "",
-             "| scene | ρ update | Anderson | cap | steps | contact steps | mean iterations | unconverged steps (first) | "
-             "worst criterion | steps/s (CPU) | compile (s) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| scene | ρ update | Anderson | polish | cap | steps | contact steps | mean iterations | unconverged steps (first) | "
+             "worst criterion | steps/s (CPU) | compile (s) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in args.scenes:
         model, state = scene(name)
-        for rho_update, anderson, cap in itertools.product(args.rho_updates, args.anderson, args.caps):
-            capped = with_cap(model, cap, rho_update, anderson)
-            r = measure(capped, state, STEPS[name])
-            print(name, rho_update, anderson, cap, r, flush=True)
+        for rho_update, anderson, polish, cap in itertools.product(args.rho_updates, args.anderson,
+                                                                    args.polish, args.caps):
+            capped = with_cap(model, cap, rho_update, anderson, None if polish is None else bool(polish))
+            r = measure(capped, state, args.steps or STEPS[name])
+            print(name, rho_update, anderson, polish, cap, r, flush=True)
             lines.append(f"| {name} | {capped.options.solver.rho_update} | "
-                         f"{capped.options.solver.anderson_memory} | {cap} | {r['steps']} | "
+                         f"{capped.options.solver.anderson_memory} | {capped.options.solver.polish} | {cap} | {r['steps']} | "
                          f"{r['contact_steps']} | {r['mean_iterations']:.1f} | "
                          f"{r['unconverged']} {r['first_unconverged']} | {r['worst']:.1e} | "
                          f"{r['steps_per_s']:,.0f} | {r['compile_s']:.1f} |")

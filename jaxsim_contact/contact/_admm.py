@@ -186,6 +186,9 @@ class ADMM(ContactSolver):
         ADMM map ``(z, γ) ↦ (z⁺, γ⁺)`` over the last ``m`` iterations (``jaxsim_contact.contact.
         anderson``), its history cleared whenever the iteration's ρ changes (a new ρ is a new
         map), for the first ``max_iterations // 2`` iterations (plain ADMM after that).
+      polish: static, default True. A solve that reaches ``max_iterations`` above the tolerance
+        is polished from its best iterate (:mod:`._polish`: the contact modes of that iterate
+        fixed, the resulting linear conditions solved, kept only if its criterion is lower).
     """
 
     formulation: str = eqx.field(static=True)
@@ -195,6 +198,7 @@ class ADMM(ContactSolver):
     refactor_every: int = eqx.field(static=True)
     rho_update: str = eqx.field(static=True)
     anderson_memory: int = eqx.field(static=True)
+    polish: bool = eqx.field(static=True)
     tolerance: jax.Array
     rho_init: jax.Array
     over_relaxation: jax.Array
@@ -204,7 +208,7 @@ class ADMM(ContactSolver):
     def __init__(self, formulation: str = "ncp", max_iterations: int = 1000, tolerance=1e-6,
                  rho=0.0, over_relaxation=1.0, rho_update_ratio=10.0, rho_power=0.05,
                  power_iterations: int = 50, factorization: str = "eigh", refactor_every: int = 1,
-                 rho_update: str = "spectral", anderson_memory: int = 0):
+                 rho_update: str = "spectral", anderson_memory: int = 0, polish: bool = True):
         formulation = Formulation.parse(formulation, "ADMM formulation", (Formulation.CCP, Formulation.NCP))
         factorization = Factorization.parse(factorization, "ADMM factorization")
         rho_update = RhoUpdate.parse(rho_update, "ADMM rho_update")
@@ -222,6 +226,9 @@ class ADMM(ContactSolver):
         self.refactor_every = int(refactor_every)
         self.rho_update = rho_update
         self.anderson_memory = int(anderson_memory)
+        if not isinstance(polish, bool):
+            raise ValueError(f"polish must be True or False, got {polish!r}")
+        self.polish = polish
         self.tolerance = jnp.asarray(tolerance)
         self.rho_init = jnp.asarray(rho)
         self.over_relaxation = jnp.asarray(over_relaxation)
@@ -237,12 +244,16 @@ class ADMM(ContactSolver):
                          rho_update_ratio=self.rho_update_ratio, rho_power=self.rho_power,
                          power_iterations=self.power_iterations, factorization=self.factorization,
                          refactor_every=self.refactor_every, rho_update=self.rho_update,
-                         anderson_memory=self.anderson_memory)
+                         anderson_memory=self.anderson_memory, polish=self.polish)
         unknown = set(changes) - set(arguments)
         if unknown:
             raise TypeError(f"ADMM.replace got unknown arguments {sorted(unknown)}; "
                             f"expected some of {sorted(arguments)}")
         return ADMM(**{**arguments, **changes})
+
+    @property
+    def polishes(self) -> bool:
+        return self.polish
 
     # -- linear algebra ------------------------------------------------------------------------
 

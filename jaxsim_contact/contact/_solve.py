@@ -15,6 +15,7 @@ The pieces live one job per module: the protocol (:mod:`._solver`), the default 
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 
 from ._admm import ADMM
 from ._newton import PrimalNewton
@@ -22,8 +23,10 @@ from ._pgs import PGS
 from ._defaults import unrolled_solver
 from ._gradients import checked_solver, solution
 from ._loop import initial_state, iterate
+from ._polish import polish
 from ._problem import ContactProblem, sanitize_problem
 from ._solver import ContactSolution, ContactSolver
+from .._batching import any_in_batch
 from .._precision import full_precision_matmuls
 
 __all__ = ["solve"]
@@ -100,7 +103,25 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
             (safe, solver, warm_start, warm_primal))
     state0, crit0 = initial_state(problem, loop_safe, loop_solver, loop_warm, loop_primal)
     loop_result = iterate(loop_solver, loop_safe, state0, crit0, unrolled)
+    if not unrolled and loop_solver.polishes:
+        loop_result = _polished(loop_solver, loop_safe, *loop_result)
     return solution(problem, safe, finite, solver, loop_solver, gradient, *loop_result)
+
+
+def _polished(solver: ContactSolver, safe: ContactProblem, force, rho, iterations, done, crit):
+    """The loop's result, polished (:mod:`._polish`) when it stopped at the cap above the
+    tolerance. A batch-wide branch: under ``vmap`` it runs when any problem of the batch capped,
+    and a problem that converged keeps its force bit for bit."""
+
+    def run(force, crit):
+        polished, polished_crit = polish(safe, force, crit, solver.formulation,
+                                         solver.residual_formulation, solver.tolerance)
+        keep = done | ~(polished_crit < crit)
+        return jnp.where(keep, force, polished), jnp.where(keep, crit, polished_crit)
+
+    force, crit = jax.lax.cond(any_in_batch(~done), run, lambda f, c: (f, c), force, crit)
+    done = done | (crit <= jnp.asarray(solver.tolerance, crit.dtype))
+    return force, rho, iterations, done, crit
 
 
 def _check_box_and_bilateral_support(solver: ContactSolver, gradient) -> None:

@@ -16,7 +16,8 @@ parameter to warm-start from) and ``at_precision_limit(problem, state) -> bool``
 accurate as the solver's arithmetic allows (default ``False``); the driver then stops and reports
 convergence even if the criterion is above the tolerance (``PrimalNewton``, see :mod:`._newton`;
 ``ADMM``: every term of the criterion at or below its dtype's round-off floor,
-:func:`~jaxsim_contact.contact._problem.round_off_floors`).
+:func:`~jaxsim_contact.contact._problem.round_off_floors`); ``polishes``: the driver polishes a
+solve that stopped at the cap (:mod:`._polish`).
 """
 
 
@@ -79,6 +80,12 @@ class ContactSolver(eqx.Module):
     def rho(self, state) -> jax.Array:
         """Final proximal parameter (ADMM-type solvers); 0 otherwise."""
         return jnp.zeros((), state.force.dtype)
+
+    @property
+    def polishes(self) -> bool:
+        """The driver polishes a capped solve (:mod:`._polish`; ``ADMM(polish=True)``, default
+        False): the solver's formulation must be one of the implicit rule's."""
+        return False
 
     @property
     def residual_formulation(self) -> str:
