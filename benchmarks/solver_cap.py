@@ -1,8 +1,10 @@
 """How the default solver's iteration cap trades convergence for time on whole rollouts (issue 5).
 
 For each scene (``go2``, ``tower`` from ``benchmarks/step.py``; ``demo`` = ``jc.scenes.load("demo")``)
-and each cap, one ``jit(scan(step))`` rollout of ``--steps`` steps at batch 1, float64, with the
-default solver of ``jc.Options`` except ``max_iterations``. Reported: steps with an active contact,
+and each cap, one ``jit(scan(step))`` rollout of ``--steps`` steps at batch 1 (``--batch N``: N
+vmapped trajectories whose initial velocities are spread, so that counts do not hang on one chaotic
+trajectory), float64, with the default solver of ``jc.Options`` except ``max_iterations`` (and the
+``--rho-updates`` / ``--anderson`` / ``--polish`` variants). Reported: steps with an active contact,
 mean solver iterations, steps whose final criterion exceeds the tolerance (unconverged, i.e.
 stopped by the cap), the worst criterion, CPU time of the second (compiled) call and compile time.
 
@@ -60,12 +62,37 @@ def with_cap(model, cap: int, rho_update: str | None = None, anderson: int | Non
     return model.replace_options(solver=model.options.solver.replace(**changes))
 
 
-def measure(model, state, steps: int) -> dict:
+#: relative spread of the initial velocities across a batch (``--batch``): different trajectories
+#: of one scene, so that counts of capped steps are not those of one chaotic trajectory
+LANE_VELOCITY_SPREAD = 0.05
+
+
+def lanes(model, state, batch: int):
+    """``batch`` copies of ``state`` whose velocities are scaled by ``1 + LANE_VELOCITY_SPREAD z``
+    plus ``LANE_VELOCITY_SPREAD · z'`` m/s or rad/s (``z, z'`` standard normal, fixed seed); copy 0
+    is ``state`` itself."""
+    rng = np.random.default_rng(0)
+    v = np.asarray(state.v)
+    noise = rng.standard_normal((batch, v.shape[0]))
+    scale = 1.0 + LANE_VELOCITY_SPREAD * rng.standard_normal((batch, 1))
+    velocities = v * scale + LANE_VELOCITY_SPREAD * noise
+    velocities[0] = v
+    return jax.vmap(lambda vel: jc.init(model, q=state.q, v=vel))(jnp.asarray(velocities))
+
+
+def measure(model, state, steps: int, batch: int = 1) -> dict:
     ctrl = jnp.zeros((model.nu,))
 
     def body(s, _):
         s = jc.step(model, s, ctrl)
         return s, (s.contact.iterations, s.contact.residual, jnp.any(s.contact.active))
+
+    if batch > 1:
+        state = lanes(model, state, batch)
+        inner = body
+
+        def body(s, x):  # noqa: F811 — the batched body
+            return jax.vmap(lambda si: inner(si, x))(s)
 
     fn = jax.jit(lambda s: jax.lax.scan(body, s, None, length=steps))
     t0 = time.process_time()
@@ -74,12 +101,15 @@ def measure(model, state, steps: int) -> dict:
     t0 = time.process_time()
     _, (iterations, criterion, in_contact) = jax.block_until_ready(fn(state))
     run = time.process_time() - t0
-    iterations, criterion, in_contact = map(np.asarray, (iterations, criterion, in_contact))
+    iterations, criterion, in_contact = (np.asarray(x).reshape(steps, -1)
+                                         for x in (iterations, criterion, in_contact))
     tolerance = float(model.options.solver.tolerance)
-    unconverged = np.flatnonzero(criterion > tolerance)
-    return dict(steps=steps, contact_steps=int(in_contact.sum()), mean_iterations=float(iterations.mean()),
-                unconverged=len(unconverged), first_unconverged=unconverged[:8].tolist(),
-                worst=float(criterion.max()), run_s=run, steps_per_s=steps / run,
+    unconverged = np.flatnonzero((criterion > tolerance).any(axis=1))
+    return dict(steps=steps * iterations.shape[1], contact_steps=int(in_contact.sum()),
+                mean_iterations=float(iterations.mean()),
+                unconverged=int((criterion > tolerance).sum()), first_unconverged=unconverged[:8].tolist(),
+                capped=int((iterations >= model.options.solver.max_iterations).sum()),
+                worst=float(criterion.max()), run_s=run, steps_per_s=steps * iterations.shape[1] / run,
                 compile_s=max(first - run, 0.0))
 
 
@@ -94,6 +124,8 @@ def main(argv=None):
     parser.add_argument("--polish", type=int, nargs="*", default=[None], choices=[0, 1],
                         help="ADMM polish of capped solves off / on (default: the default solver's)")
     parser.add_argument("--steps", type=int, default=None, help="steps per rollout (default: per scene)")
+    parser.add_argument("--batch", type=int, default=1,
+                        help="trajectories per scene (vmapped; velocities spread by LANE_VELOCITY_SPREAD)")
     parser.add_argument("--out", default=str(HERE / "results" / "solver_cap.md"))
     args = parser.parse_args(argv)
     lines = ["# Solver iteration cap on whole rollouts", "",
@@ -101,18 +133,23 @@ def main(argv=None):
              f"{time.strftime('%Y-%m-%d %H:%M')}, jax {jax.__version__}, float64, batch 1, CPU time of "
              f"one pinned process; load average at start {loadavg()}.",
              "Default solver of `jc.Options` except `max_iterations`.", "",
-             "| scene | ρ update | Anderson | polish | cap | steps | contact steps | mean iterations | unconverged steps (first) | "
-             "worst criterion | steps/s (CPU) | compile (s) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"Batch {args.batch}: " + ("one trajectory per scene." if args.batch == 1 else
+             f"{args.batch} trajectories per scene (vmapped), initial velocities spread by "
+             f"{LANE_VELOCITY_SPREAD} (`lanes`); counts are env-steps over the batch, 'first' are "
+             "time steps where some trajectory is unconverged."), "",
+             "| scene | ρ update | Anderson | polish | cap | env-steps | contact env-steps | mean iterations | "
+             "at the cap | unconverged (first) | worst criterion | env-steps/s (CPU) | compile (s) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in args.scenes:
         model, state = scene(name)
         for rho_update, anderson, polish, cap in itertools.product(args.rho_updates, args.anderson,
                                                                     args.polish, args.caps):
             capped = with_cap(model, cap, rho_update, anderson, None if polish is None else bool(polish))
-            r = measure(capped, state, args.steps or STEPS[name])
+            r = measure(capped, state, args.steps or STEPS[name], args.batch)
             print(name, rho_update, anderson, polish, cap, r, flush=True)
             lines.append(f"| {name} | {capped.options.solver.rho_update} | "
                          f"{capped.options.solver.anderson_memory} | {capped.options.solver.polish} | {cap} | {r['steps']} | "
-                         f"{r['contact_steps']} | {r['mean_iterations']:.1f} | "
+                         f"{r['contact_steps']} | {r['mean_iterations']:.1f} | {r['capped']} | "
                          f"{r['unconverged']} {r['first_unconverged']} | {r['worst']:.1e} | "
                          f"{r['steps_per_s']:,.0f} | {r['compile_s']:.1f} |")
     out = Path(args.out)

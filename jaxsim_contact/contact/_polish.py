@@ -17,8 +17,10 @@ i.e. ``C_λ λ + C_σ (A λ + g) + c = 0`` (``c``: the box bounds), one linear s
 with the implicit rule's matrix ``M = C_λ + C_σ A``, solved in the minimum-norm least-squares sense
 on the non-breaking contacts (breaking ones stay 0). The result is projected onto the feasible set
 and kept only if its criterion (seed 001 eq. 15) is lower than the solver's best; the modes are
-re-read from it and the step repeated, up to :data:`POLISH_ITERATIONS` times or until the tolerance
-(a Newton iteration on the NCP's active set: exact in one step when the guessed modes are right).
+re-read from it and the step repeated — up to :data:`POLISH_ITERATIONS` times, until the tolerance,
+or until an iterate after the first fails to lower the criterion of the one before (a Newton
+iteration on the NCP's active set: exact in one step when the guessed modes are right; one that
+stops improving has the wrong modes, and under ``vmap`` every lane pays the longest polish).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ._implicit import _ImplicitSystem, _pseudo_inverse_solve, implicit_formulation, mode_equations
+from ._implicit import _block_solve, _ImplicitSystem, implicit_formulation, mode_equations
 from ._problem import ContactProblem, criterion, slot_masks
 
 __all__ = ["POLISH_ITERATIONS", "polish"]
@@ -60,7 +62,10 @@ def _polish_step(problem: ContactProblem, force: jax.Array, formulation: str,
                              None if problem.delassus_factor is not None else problem.delassus,
                              problem.delassus_factor)
     free = modes != 0  # breaking contacts stay at λ = 0
-    new = _pseudo_inverse_solve(system, free, -rhs.reshape(3 * n)).reshape(n, 3)
+    # one pseudo-inverse of the whole system (pinned rows zeroed), not the implicit rule's tiers
+    # of smaller blocks: the polish runs on rare capped steps, and each tier is one more SVD to
+    # compile in every step
+    new = _block_solve(system, free, -rhs.reshape(3 * n), contacts=n, transpose=False).reshape(n, 3)
     new = problem.project(new)
     return jnp.where(problem.active[:, None], new, 0.0)
 
@@ -83,17 +88,22 @@ def polish(problem: ContactProblem, force: jax.Array, crit: jax.Array, formulati
     tolerance = jnp.asarray(tolerance, force.dtype)
 
     def step(carry):
-        k, current, best, best_crit = carry
+        k, current, current_crit, best, best_crit, _ = carry
         new = _polish_step(problem, current, formulation, tolerance)
         new_crit = criterion(problem, new, residual_formulation)
-        better = jnp.isfinite(new_crit) & (new_crit < best_crit)
+        new_crit = jnp.where(jnp.isfinite(new_crit), new_crit, jnp.inf)
+        better = new_crit < best_crit
         best = jnp.where(better, new, best)
-        return k + 1, new, best, jnp.where(better, new_crit, best_crit)
+        # after the first step (which may land far off while the modes settle) the iterates must
+        # keep improving: a Newton sequence that stops decreasing has the wrong modes
+        stalled = (k > 0) & ~(new_crit < current_crit)
+        return k + 1, new, new_crit, best, jnp.where(better, new_crit, best_crit), stalled
 
     def going(carry):
-        k, _, _, best_crit = carry
-        return (k < POLISH_ITERATIONS) & (best_crit > tolerance)
+        k, _, _, _, best_crit, stalled = carry
+        return (k < POLISH_ITERATIONS) & (best_crit > tolerance) & ~stalled
 
     # never differentiated: the driver attaches the implicit rule to the polished force
-    _, _, best, best_crit = jax.lax.while_loop(going, step, (jnp.zeros((), jnp.int32), force, force, crit))
+    start = (jnp.zeros((), jnp.int32), force, crit, force, crit, jnp.zeros((), bool))
+    _, _, _, best, best_crit, _ = jax.lax.while_loop(going, step, start)
     return best, best_crit
