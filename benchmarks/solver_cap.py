@@ -130,7 +130,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     lines = ["# Solver iteration cap on whole rollouts", "",
              f"`python benchmarks/solver_cap.py {' '.join(sys.argv[1:] if argv is None else argv)}` — "
-             f"{time.strftime('%Y-%m-%d %H:%M')}, jax {jax.__version__}, float64, batch 1, CPU time of "
+             f"{time.strftime('%Y-%m-%d %H:%M')}, jax {jax.__version__}, float64, batch {args.batch}, CPU time of "
              f"one pinned process; load average at start {loadavg()}.",
              "Default solver of `jc.Options` except `max_iterations`.", "",
              f"Batch {args.batch}: " + ("one trajectory per scene." if args.batch == 1 else

@@ -26,6 +26,9 @@ def test_quickstart_notebook_executes(run_notebook):
         r"implicit (\S+), finite differences (\S+), Coulomb (\S+)", text)
     assert abs(implicit - finite_diff) < 1e-4, (implicit, finite_diff)
     assert abs(implicit - slope) < 2 * 2e-3 + 1e-9, (implicit, slope)
+    # the long compiles say so before they start and report their time after (stderr stream)
+    for what in ("the rollout", "vmap(value_and_grad(rollout))"):
+        assert f"compiling {what} ..." in text and re.search(rf"{re.escape(what)}: \d+\.\d s \(", text), what
     (ratio,) = _number(r"friction / normal = (\S+)", text)
     assert abs(ratio - 0.8) < 1e-3, ratio
     # the replay is shown inline (an iframe with the page) and the plots as images
