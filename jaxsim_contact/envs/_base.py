@@ -4,7 +4,9 @@ Brax-style and pure: ``state = env.reset(key)``, ``state = env.step(state, actio
 plain functions of arrays (no Python side effects, no hidden state), so ``jax.jit``, ``jax.vmap``
 (over keys / states / actions, and over ``env`` leaves for domain randomisation), ``jax.grad``
 (first-order policy learning, seed 004 §IV-C) and ``jax.sharding`` all apply. Following DESIGN
-§4 the library never jits: wrap ``jax.jit`` yourself.
+§4 the library never jits: wrap ``jax.jit`` yourself, and the first call of the jitted function in
+:func:`jaxsim_contact.compile_report` to be told what compiles, for how long, and whether JAX's
+persistent compilation cache served it.
 
 An :class:`EnvState` carries the simulator state (``state.sim``, a :class:`jaxsim_contact.State`),
 the observation, the reward and ``done`` flag of the last step, metrics, the task parameters drawn
