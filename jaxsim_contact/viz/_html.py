@@ -1,11 +1,12 @@
-"""``to_html(model, trajectory, path=None, env_ids=None)``: a self-contained HTML replay.
+"""``to_html(model, trajectory, path=None, env_ids=None, initial=None)``: a self-contained HTML replay.
 
 The page draws every geom of the model (plane, sphere, ellipsoid, box, capsule, cylinder, cone,
 mesh hulls) with three.js r160 — embedded in the page from this package's data (MIT licence,
 ``static/three.LICENSE``), so the replay needs no network and no server — and animates the world
 pose of every body, frame by frame, for one or several environments of a batched trajectory, laid
 out side by side (``layout="grid"``) or on top of each other (``layout="overlay"``). Active contact
-points are drawn as red dots when the trajectory carries contact data.
+points are drawn as red dots (with a legend) when the trajectory carries contact data; frame 0 is the
+``initial`` state when given (t = 0 for ``jc.init``); the camera fits everything that moves.
 
 Host-side only (NumPy + one jitted ``jc.body_poses`` over all frames). The returned
 :class:`HTMLReplay` is the HTML text (a ``str``) and shows inline in Jupyter / Colab.
