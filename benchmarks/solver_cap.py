@@ -87,14 +87,12 @@ def measure(model, state, steps: int, batch: int = 1) -> dict:
         s = jc.step(model, s, ctrl)
         return s, (s.contact.iterations, s.contact.residual, jnp.any(s.contact.active))
 
+    scan_body = body
     if batch > 1:
         state = lanes(model, state, batch)
-        inner = body
+        scan_body = jax.vmap(body, in_axes=(0, None))
 
-        def body(s, x):  # noqa: F811 — the batched body
-            return jax.vmap(lambda si: inner(si, x))(s)
-
-    fn = jax.jit(lambda s: jax.lax.scan(body, s, None, length=steps))
+    fn = jax.jit(lambda s: jax.lax.scan(scan_body, s, None, length=steps))
     t0 = time.process_time()
     jax.block_until_ready(fn(state))
     first = time.process_time() - t0

@@ -28,7 +28,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ._implicit import _block_solve, _ImplicitSystem, implicit_formulation, mode_equations
+from ._implicit import BREAKING, _block_solve, _ImplicitSystem, implicit_formulation, mode_equations
 from ._problem import ContactProblem, criterion, slot_masks
 
 __all__ = ["POLISH_ITERATIONS", "polish"]
@@ -61,7 +61,7 @@ def _polish_step(problem: ContactProblem, force: jax.Array, formulation: str,
     system = _ImplicitSystem(c_lam, c_sig, problem.compliance.reshape(3 * n),
                              None if problem.delassus_factor is not None else problem.delassus,
                              problem.delassus_factor)
-    free = modes != 0  # breaking contacts stay at λ = 0
+    free = modes != BREAKING  # breaking contacts stay at λ = 0
     # one pseudo-inverse of the whole system (pinned rows zeroed), not the implicit rule's tiers
     # of smaller blocks: the polish runs on rare capped steps, and each tier is one more SVD to
     # compile in every step

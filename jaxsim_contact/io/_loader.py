@@ -453,17 +453,19 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         arr(mj.mesh_vert[mj.mesh_vertadr[i]: mj.mesh_vertadr[i] + mj.mesh_vertnum[i]])
         for i in range(mj.nmesh)
     )
+    bodies = _body_and_joint_fields(mj, arr)
+    geoms = _geom_and_site_fields(mj, arr, meshes)
     return Model(
         tree=_tree_from_mjmodel(mj),
-        **_body_and_joint_fields(mj, arr),
+        **bodies,
         **_actuator_fields(mj, arr),
-        **_geom_and_site_fields(mj, arr, meshes),
+        **geoms,
         tendons=_tendons_from_mjmodel(mj, arr),
         equalities=_equalities_from_mjmodel(mj, arr),
         actuator_states=_actuator_states_from_mjmodel(mj, arr),
         sensors=_sensors_from_mjmodel(mj, arr),
         options=_options_from_mjmodel(mj, arr),
-        **_collision_from_mjmodel(mj, meshes, source),
+        **_collision_from_mjmodel(mj, bodies, geoms, source),
         source=source,
     ).astype(dtype)  # default option objects (solver tolerances, ...) follow the model dtype
 
@@ -472,12 +474,6 @@ def _names(mj, obj_type, count: int) -> tuple[str, ...]:
     import mujoco
 
     return tuple(mujoco.mj_id2name(mj, obj_type, i) or "" for i in range(count))
-
-
-def _exclude_pairs(mj) -> tuple[tuple[int, int], ...]:
-    # MuJoCo encodes an <exclude> as (body1 << 16) + body2
-    return tuple((int(signature >> 16), int(signature & 0xFFFF))
-                 for signature in np.asarray(mj.exclude_signature, dtype=np.int64))
 
 
 def _body_and_joint_fields(mj, arr) -> dict:
@@ -505,7 +501,9 @@ def _body_and_joint_fields(mj, arr) -> dict:
         body_names=_names(mj, mujoco.mjtObj.mjOBJ_BODY, mj.nbody),
         joint_names=_names(mj, mujoco.mjtObj.mjOBJ_JOINT, mj.njnt),
         joint_limited=tuple(bool(x) for x in mj.jnt_limited),
-        exclude_body_pairs=_exclude_pairs(mj),
+        # MuJoCo encodes an <exclude> as (body1 << 16) + body2
+        exclude_body_pairs=tuple((int(signature >> 16), int(signature & 0xFFFF))
+                                 for signature in np.asarray(mj.exclude_signature, dtype=np.int64)),
         frictionloss_dofs=tuple(int(d) for d in np.flatnonzero(np.asarray(mj.dof_frictionloss) > 0)),
         gravcomp_bodies=tuple(int(b) for b in np.flatnonzero(np.asarray(mj.body_gravcomp) != 0)),
         rotational_spring_joints=tuple(int(j) for j in range(mj.njnt)
@@ -605,29 +603,28 @@ def _options_from_mjmodel(mj, arr) -> Options:
     )
 
 
-def _collision_from_mjmodel(mj, meshes, source: str) -> dict:
+def _collision_from_mjmodel(mj, bodies: dict, geoms: dict, source: str) -> dict:
     """The Model fields of what may touch: the explicit ``<contact><pair>`` list and the static
-    collision structure (pair groups, broad-phase tables) of the model's geoms."""
-    import mujoco
-
+    collision structure (pair groups, broad-phase tables), built from the body and geom fields
+    already read (``bodies``, ``geoms``)."""
     contact_pairs = _explicit_contact_pairs(mj, source)
     return dict(
         contact_geom_pairs=contact_pairs,
         collision=build_collision_structure(
-            geom_type=tuple(_GEOM_FROM_MJ[int(t)] for t in mj.geom_type),
-            geom_body=tuple(int(b) for b in mj.geom_bodyid),
-            geom_contype=tuple(int(c) for c in mj.geom_contype),
-            geom_conaffinity=tuple(int(c) for c in mj.geom_conaffinity),
+            geom_type=geoms["geom_type"],
+            geom_body=geoms["geom_body"],
+            geom_contype=geoms["geom_contype"],
+            geom_conaffinity=geoms["geom_conaffinity"],
             body_parent=tuple(int(p) for p in mj.body_parentid),
             body_joint_num=tuple(int(n) for n in mj.body_jntnum),
-            exclude_body_pairs=_exclude_pairs(mj),
+            exclude_body_pairs=bodies["exclude_body_pairs"],
             contact_geom_pairs=contact_pairs,
-            mesh_vertices=tuple(np.asarray(v) for v in meshes),
-            geom_hfield=_geom_data_index(mj, mujoco.mjtGeom.mjGEOM_HFIELD),
+            mesh_vertices=tuple(np.asarray(v) for v in geoms["mesh_vertices"]),
+            geom_hfield=geoms["geom_hfield"],
             hfield_size=np.asarray(mj.hfield_size, np.float64).reshape(mj.nhfield, 4),
             hfield_shape=tuple((int(mj.hfield_nrow[h]), int(mj.hfield_ncol[h])) for h in range(mj.nhfield)),
             geom_size=np.asarray(mj.geom_size, np.float64),
-            geom_mesh=_geom_data_index(mj, mujoco.mjtGeom.mjGEOM_MESH),
+            geom_mesh=geoms["geom_mesh"],
             geom_margin=np.asarray(mj.geom_margin, np.float64),
         ),
     )

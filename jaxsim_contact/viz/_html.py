@@ -432,7 +432,7 @@ def to_html(model, trajectory, path=None, env_ids=None, *, initial=None, layout:
         poses=_encode(poses), times=frame_times.round(6).tolist(), frame_dt=frame_dt,
         geoms=geoms, palette=_PALETTE, offsets=offsets.round(6).tolist(),
         center=(centre + (offsets.mean(axis=0) if num_envs else 0)).round(6).tolist(),
-        radius=radius, camera_distance=2.0 * radius + 0.1,
+        radius=radius,
         framing=framing.round(5).tolist(),
         grid_divisions=int(min(40, max(4, round(2 * plane_half[0] / _nice_step(span))))),
         num_contact_slots=int(num_contact_slots), contact_points=contact_points,
