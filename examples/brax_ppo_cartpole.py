@@ -61,6 +61,9 @@ def train(args) -> list[dict]:
 
     per_update = args.envs * args.unroll
     updates = max(1, args.timesteps // per_update)
+    # brax.training compiles its whole training step inside ppo.train, before the first evaluation
+    print("compiling brax.training's PPO step (the first evaluation line follows it; minutes on a CPU) ...",
+          file=sys.stderr, flush=True)
     with brax_trainer_compat():
         ppo.train(
             environment=to_brax(env), num_timesteps=updates * per_update,

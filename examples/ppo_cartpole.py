@@ -23,6 +23,7 @@ Runs in float64 like the SHAC example.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -148,9 +149,11 @@ def train(args):
     per_update = args.envs * args.unroll
     updates = max(1, args.timesteps // per_update)
     curve, t0, c0, done = [], time.time(), time.process_time(), 0
+    compiled_chunks = set()  # run_chunk compiles once per chunk length (the last may be shorter)
     while True:
         key, k_eval, k_train = jax.random.split(key, 3)
-        ret = float(evaluate(carry[0], k_eval))
+        with _first_call(done == 0, "the evaluation (deterministic episodes)"):
+            ret = float(evaluate(carry[0], k_eval))
         curve.append({"env_steps": done * per_update, "iteration": done, "eval_return": ret, "wall_s": time.time() - t0,
                       "cpu_s": time.process_time() - c0, "load_average": os.getloadavg()[0]})
         print(f"update {done:4d}  env steps {done * per_update:9d}  eval return {ret:9.2f}  "
@@ -159,8 +162,18 @@ def train(args):
         if done >= updates or (args.max_minutes is not None and time.time() - t0 > 60 * args.max_minutes):
             break
         chunk = min(args.eval_every, updates - done)
-        carry = run_chunk(carry, jax.random.split(k_train, chunk))
+        with _first_call(chunk not in compiled_chunks, f"{chunk} PPO update{'s' if chunk > 1 else ''} (rollouts, advantages, epochs)"):
+            carry = jax.block_until_ready(run_chunk(carry, jax.random.split(k_train, chunk)))
+        compiled_chunks.add(chunk)
         done += chunk
+
+
+def _first_call(compiles: bool, what: str):
+    """``jc.compile_report(what)`` around a jitted function's first call (it compiles there), a
+    no-op afterwards."""
+    import jaxsim_contact as jc
+
+    return jc.compile_report(what) if compiles else contextlib.nullcontext()
 
 
 def _write(args, curve, env):

@@ -59,6 +59,7 @@ the PPO baseline).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -353,9 +354,11 @@ def train(args):
     done_iterations = 0
     # keys per iteration / evaluation (fold_in): the run does not depend on --eval-every
     k_train, k_eval = jax.random.split(key)
+    compiled_chunks = set()  # train_chunk compiles once per chunk length (the last may be shorter)
     while True:
-        ret, on_rail, saturated = map(float, evaluate(carry[0], carry[5],
-                                                      jax.random.fold_in(k_eval, done_iterations)))
+        with _first_call(done_iterations == 0, "the evaluation (deterministic episodes)"):
+            ret, on_rail, saturated = map(float, evaluate(carry[0], carry[5],
+                                                          jax.random.fold_in(k_eval, done_iterations)))
         curve.append({"env_steps": done_iterations * steps_per_iteration, "iteration": done_iterations,
                       "eval_return": ret, "on_rail": on_rail, "saturated": saturated, "wall_s": time.time() - t0, "cpu_s": time.process_time() - c0,
                       "load_average": os.getloadavg()[0]})
@@ -370,9 +373,17 @@ def train(args):
         chunk = min(args.eval_every, args.iterations - done_iterations)
         indices = jnp.arange(done_iterations, done_iterations + chunk)
         keys = jax.vmap(lambda i: jax.random.fold_in(k_train, i))(indices)
-        carry, stats = train_chunk(carry, (keys, indices))
+        with _first_call(chunk not in compiled_chunks, f"{chunk} SHAC iteration{'s' if chunk > 1 else ''} (rollouts, gradients, updates)"):
+            carry, stats = jax.block_until_ready(train_chunk(carry, (keys, indices)))
+        compiled_chunks.add(chunk)
         done_iterations += chunk
     return env, carry, curve
+
+
+def _first_call(compiles: bool, what: str):
+    """``jc.compile_report(what)`` around a jitted function's first call (it compiles there), a
+    no-op afterwards."""
+    return jc.compile_report(what) if compiles else contextlib.nullcontext()
 
 
 def _write(args, curve, env):

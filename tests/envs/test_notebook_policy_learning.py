@@ -26,3 +26,7 @@ def test_policy_learning_notebook_executes(run_notebook):
     assert [s for s, _ in curve] == [0, 64, 128], curve
     assert all(math.isfinite(r) and -3e4 < r < 0 for _, r in curve), curve
     assert any("image/png" in o.get("data", {}) for o in outputs)
+    # the two first calls say they compile before they start and report their time after (stderr)
+    for what in ("the evaluation step (policy + environment step)",
+                 "one SHAC iteration (8-step rollout of 4 environments, its gradient, the critic's updates)"):
+        assert f"compiling {what} ..." in text and re.search(rf"{re.escape(what)}: \d+\.\d s \(", text), what
