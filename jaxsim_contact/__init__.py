@@ -19,6 +19,7 @@ from .dynamics import (
     step,
 )
 from .io._checkpoint import CheckpointError, restore, save
+from .io._export import export_rollout, export_step, load_exported
 from .geometry import (
     Box,
     Capsule,
@@ -70,6 +71,9 @@ __all__ = [
     "save",
     "restore",
     "CheckpointError",
+    "export_step",
+    "export_rollout",
+    "load_exported",
     "body_poses",
     "mass_matrix",
     "bias_forces",

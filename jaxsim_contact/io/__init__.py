@@ -1,6 +1,7 @@
 """Loading models (MJCF and URDF through the MuJoCo compiler, with host-side validation), editing
-a loaded scene (:func:`add_floor`, :func:`set_collision`), and checkpoints of models and states
-(:mod:`._checkpoint`; no pickle anywhere in this package)."""
+a loaded scene (:func:`add_floor`, :func:`set_collision`), checkpoints of models and states
+(:mod:`._checkpoint`; no pickle anywhere in this package), and a model's step or rollout exported
+as bytes that load without tracing again (:mod:`._export`)."""
 
 from ._checkpoint import (
     CheckpointError,
@@ -27,6 +28,7 @@ from ._errors import (
     SelfOverlapWarning,
     UnsupportedFeatureError,
 )
+from ._export import ExportError, ExportedProgram, export_rollout, export_step, load_exported
 from ._loader import compile_mjmodel, compile_spec, from_mjmodel, load, prepare_spec
 from ._overlaps import self_overlaps
 from ._scene import add_floor, set_collision, set_height_field
@@ -40,6 +42,11 @@ __all__ = [
     "CheckpointVersionError",
     "CorruptCheckpointError",
     "CheckpointStructureError",
+    "export_step",
+    "export_rollout",
+    "load_exported",
+    "ExportedProgram",
+    "ExportError",
     "compile_mjmodel",
     "prepare_spec",
     "compile_spec",
