@@ -37,12 +37,13 @@ from .io import load
 from ._model import ContactData, ErrorFlag, Model, Options, State
 from ._types import GeomType, JointType
 from ._version import __version__
-from ._compiling import CompileReport, compile_report
+from ._compiling import CompileReport, compile_report, enable_compilation_cache
 
 
 __all__ = [
     "__version__",
     "compile_report",
+    "enable_compilation_cache",
     "CompileReport",
     "collision",
     "contact",

@@ -11,13 +11,73 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import sys
+import tempfile
 import time
+import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 import jax
 
-__all__ = ["CompileReport", "compile_report"]
+__all__ = ["CompilationCacheWarning", "CompileReport", "compile_report", "default_cache_dir",
+           "enable_compilation_cache"]
+
+#: environment variable naming the cache directory of :func:`enable_compilation_cache`
+CACHE_ENV = "JAXSIM_CONTACT_CACHE"
+
+
+class CompilationCacheWarning(UserWarning):
+    """The persistent compilation cache directory cannot be used; compiling without it."""
+
+
+def default_cache_dir() -> Path:
+    """``$JAXSIM_CONTACT_CACHE`` when set, else ``~/.cache/jaxsim_contact/jax``."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "jaxsim_contact" / "jax").expanduser()
+
+
+def enable_compilation_cache(path: str | os.PathLike | None = None, *,
+                             min_compile_time_s: float = 1.0) -> Path | None:
+    """Turn on JAX's persistent compilation cache for this process: a program compiled once is
+    loaded from disk by later processes instead of compiled again (XLA's part of a first call;
+    tracing still runs — :func:`jaxsim_contact.export_step` skips that too).
+
+    Call it once, early; it also takes effect after computations have run (it resets JAX's
+    once-per-process decision). The command line calls it unless ``--no-cache``. It changes JAX's global configuration
+    (``jax_compilation_cache_dir``, ``jax_persistent_cache_min_compile_time_secs``), which the
+    library otherwise never touches: the user asks for it.
+
+    Args:
+      path: the cache directory; default :func:`default_cache_dir` (``$JAXSIM_CONTACT_CACHE`` or
+        ``~/.cache/jaxsim_contact/jax``). Created if missing.
+      min_compile_time_s: programs that compiled faster than this (s) are not stored.
+
+    Returns:
+      The directory in use, or ``None`` when it cannot be created or written: then a
+      :class:`CompilationCacheWarning` names it and the cache stays as it was (compiles run
+      normally, never a crash). JAX itself treats an unreadable or corrupt entry as a miss
+      (warning and a normal compile).
+    """
+    directory = Path(path).expanduser() if path is not None else default_cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".write-check-"):
+            pass
+    except OSError as err:
+        warnings.warn(f"jaxsim_contact: the compilation cache directory {str(directory)!r} cannot be "
+                      f"used ({type(err).__name__}: {err.strerror or err}); compiling without a persistent "
+                      f"cache (set {CACHE_ENV} or pass another path)", CompilationCacheWarning, stacklevel=2)
+        return None
+    jax.config.update("jax_compilation_cache_dir", str(directory))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time_s))
+    # JAX records at its first compile whether a cache is used (compilation_cache.is_cache_used);
+    # versions that base it on the directory setting would ignore a later call. 0.10.2 reads the
+    # directory lazily (the test enables it after a first compile); the reset covers the others.
+    from jax.experimental.compilation_cache import compilation_cache
+
+    compilation_cache.reset_cache()
+    return directory
 
 _REQUESTS = "/jax/compilation_cache/compile_requests_use_cache"
 _HITS = "/jax/compilation_cache/cache_hits"
@@ -79,7 +139,7 @@ def compile_report(what: str, file=None, *, announce: bool = True) -> Iterator[C
     41.3 s (persistent cache miss: 3 of 3 programs compiled and stored in ~/.cache/...)`` after,
     on ``file`` (default ``sys.stderr``). ``announce=False`` prints nothing; the yielded
     :class:`CompileReport` is filled in either way. The cache is JAX's
-    (``jax.config.update("jax_compilation_cache_dir", path)``; the command line turns it on).
+    (:func:`enable_compilation_cache`; the command line turns it on).
 
     XLA may print ``Very slow compile?`` during a long compile: that is XLA's own timer, not an
     error (docs/sharp_bits.md).

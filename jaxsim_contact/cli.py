@@ -659,12 +659,6 @@ def _print_warning_line(message, category, filename, lineno, file=None, line=Non
     print(f"jaxsim-contact: warning ({category.__name__}): {text}", file=sys.stderr if file is None else file)
 
 
-def _enable_compilation_cache() -> None:
-    cache = os.environ.get("JAXSIM_CONTACT_CACHE", str(Path.home() / ".cache" / "jaxsim_contact" / "jax"))
-    jax.config.update("jax_compilation_cache_dir", cache)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
-
-
 def _print_error(message: str) -> int:
     """Report a problem the user can fix in one line on stderr; returns the exit code 2 (as
     argparse's for bad arguments)."""
@@ -706,11 +700,11 @@ def main(argv=None) -> int:
         return _bench(args)
 
     jax.config.update("jax_enable_x64", not args.float32)
-    if not args.no_cache:
-        _enable_compilation_cache()
     with warnings.catch_warnings():
         if not args.debug:
             warnings.showwarning = _print_warning_line
+        if not args.no_cache:
+            jc.enable_compilation_cache()
         if args.command == "demo":
             return _run_demo(args)
         if args.command == "simulate":
