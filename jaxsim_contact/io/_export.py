@@ -189,9 +189,11 @@ def load_exported(data: bytes, model: Model) -> ExportedProgram:
         raise ExportError("load_exported: the program was exported in float64; enable it before "
                           "loading (jax.config.update('jax_enable_x64', True))")
     backend = jax.default_backend()
-    if backend not in header["platforms"]:
+    # jax.export names GPU platforms "cuda" / "rocm" where default_backend() says "gpu"
+    accepted = ("cuda", "rocm") if backend == "gpu" else (backend,)
+    if not any(name in header["platforms"] for name in accepted):
         raise ExportError(f"load_exported: exported for {header['platforms']}, this process runs on "
-                          f"{backend!r} (export with platforms=(..., {backend!r}))")
+                          f"{backend!r} (export with platforms=(..., {accepted[0]!r}))")
     try:
         exported = jax.export.deserialize(bytearray(payload))
     except Exception as err:  # flatbuffers' errors on corrupt bytes are not one class

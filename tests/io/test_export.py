@@ -5,6 +5,7 @@ structure, and refuses anything else by name."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -126,6 +127,14 @@ def test_bad_input_is_refused_by_name(cube):
     capped = model.replace_options(solver=model.options.solver.replace(max_iterations=7))
     with pytest.raises(ExportError, match="model static field .* exported has"):
         jc.load_exported(data, capped)
+    from jaxsim_contact.io import _export
+
+    header, payload = _export._read(data)
+    header["platforms"] = ["tpu"]
+    text = json.dumps(header).encode()
+    elsewhere = _export._PREAMBLE.pack(_export.MAGIC, _export.FORMAT_VERSION, len(text)) + text + payload
+    with pytest.raises(ExportError, match=r"exported for \['tpu'\], this process runs on 'cpu'"):
+        jc.load_exported(elsewhere, model)
     with pytest.raises(ValueError, match="batch must be"):
         jc.export_step(model, batch=0)
     with pytest.raises(ValueError, match="steps must be"):
