@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -87,23 +88,28 @@ def _programs(model, state, steps: int):
             "grad": (jax.grad(final_scalar), (state.v,))}
 
 
+def corpus_model(key: str):
+    """``(MjModel, jc.Model, start qpos)`` of a corpus entry, built and placed as ``corpus.py``
+    does (its load warnings silenced)."""
+    import corpus
+
+    entry = next(e for e in corpus.corpus(corpus.SOURCES) if e.key == key)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mj, model = corpus.build(entry)
+    return mj, model, corpus.start_configuration(mj, entry)[0]
+
+
 def _ours(key: str, program: str, dtype: str) -> dict:
     import jax
     import jax.numpy as jnp
 
-    import corpus
     import jaxsim_contact as jc
 
-    entry = next(e for e in corpus.corpus(corpus.SOURCES) if e.key == key)
     t0 = time.perf_counter()
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        mj, model = corpus.build(entry)
-        if dtype == "float32":
-            model = model.astype(jnp.float32)
-    q0, _ = corpus.start_configuration(mj, entry)
+    mj, model, q0 = corpus_model(key)
+    if dtype == "float32":
+        model = model.astype(jnp.float32)
     state = jc.init(model, q=jnp.asarray(q0, model.dtype))
     build_s = time.perf_counter() - t0
     extra = dict(nv=int(mj.nv), ngeom=int(mj.ngeom))
@@ -140,26 +146,16 @@ def _time_exported(model, state, build_s: float, extra: dict) -> dict:
 
 def _mjx(key: str, dtype: str) -> dict:
     import jax
-    import mujoco
     from mujoco import mjx
 
-    import corpus
-
-    entry = next(e for e in corpus.corpus(corpus.SOURCES) if e.key == key)
     t0 = time.perf_counter()
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        mj, _ = corpus.build(entry)
-    q0, _ = corpus.start_configuration(mj, entry)
+    mj, _, q0 = corpus_model(key)
     model = mjx.put_model(mj)
     data = mjx.make_data(model).replace(qpos=jax.numpy.asarray(q0))
     if dtype == "float32":
         model, data = jax.tree_util.tree_map(
             lambda x: x.astype("float32") if hasattr(x, "dtype") and x.dtype == "float64" else x, (model, data))
     build_s = time.perf_counter() - t0
-    del mujoco
     return _time_program(jax.jit(mjx.step), (model, data), build_s, dict(nv=int(mj.nv), ngeom=int(mj.ngeom)))
 
 

@@ -67,19 +67,13 @@ def _stage_program(model, state, stage: str):
 
 
 def child(key: str, stage: str) -> dict:
-    import warnings
-
     import jax
     import jax.numpy as jnp
 
-    import corpus
     import jaxsim_contact as jc
+    from compile import corpus_model
 
-    entry = next(e for e in corpus.corpus(corpus.SOURCES) if e.key == key)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        mj, model = corpus.build(entry)
-    q0, _ = corpus.start_configuration(mj, entry)
+    _, model, q0 = corpus_model(key)
     state = jc.init(model, q=jnp.asarray(q0))
     function, args = _stage_program(model, state, stage)
     t0 = time.perf_counter()

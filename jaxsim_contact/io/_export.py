@@ -55,13 +55,18 @@ def _split(model: Model):
     return jax.tree_util.tree_flatten(arrays), static
 
 
+def _state_structure(model: Model):
+    """``(leaves as ShapeDtypeStruct, treedef)`` of ``jc.init(model)``, traced abstractly (no
+    computation)."""
+    return jax.tree_util.tree_flatten(jax.eval_shape(lambda: init(model)))
+
+
 def _export(model: Model, kind: str, steps: int | None, batch: int | None,
             platforms: Sequence[str] | None) -> bytes:
     if batch is not None and (isinstance(batch, bool) or int(batch) != batch or batch < 1):
         raise ValueError(f"export: batch must be None or a positive int, got {batch!r}")
     (model_leaves, model_def), static = _split(model)
-    state = init(model)
-    state_leaves, state_def = jax.tree_util.tree_flatten(state)
+    state_leaves, state_def = _state_structure(model)
     nu = model.nu
     ctrl_shape = (nu,) if kind == "step" else (steps, nu)
 
@@ -72,13 +77,11 @@ def _export(model: Model, kind: str, steps: int | None, batch: int | None,
             return jax.tree_util.tree_leaves(step(full, start, ctrl))
         return jax.tree_util.tree_leaves(rollout(full, start, ctrl))
 
+    lead = () if batch is None else (batch,)
     if batch is not None:
         program = jax.vmap(program, in_axes=(None, 0, 0))
-        state_avals = [jax.ShapeDtypeStruct((batch, *x.shape), x.dtype) for x in state_leaves]
-        ctrl_aval = jax.ShapeDtypeStruct((batch, *ctrl_shape), model.dtype)
-    else:
-        state_avals = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in state_leaves]
-        ctrl_aval = jax.ShapeDtypeStruct(ctrl_shape, model.dtype)
+    state_avals = [jax.ShapeDtypeStruct((*lead, *x.shape), x.dtype) for x in state_leaves]
+    ctrl_aval = jax.ShapeDtypeStruct((*lead, *ctrl_shape), model.dtype)
     model_avals = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in model_leaves]
     exported = jax.export.export(jax.jit(program), platforms=platforms)(model_avals, state_avals, ctrl_aval)
     header = json.dumps({
@@ -199,7 +202,7 @@ def load_exported(data: bytes, model: Model) -> ExportedProgram:
     except Exception as err:  # flatbuffers' errors on corrupt bytes are not one class
         raise ExportError(f"load_exported: corrupt program ({type(err).__name__}: {err})") from None
     (model_leaves, _), _ = _split(model)
-    state_def = jax.tree_util.tree_structure(jax.eval_shape(lambda: init(model)))
+    _, state_def = _state_structure(model)
     return ExportedProgram(kind=header["kind"], steps=header["steps"], batch=header["batch"],
                            platforms=tuple(header["platforms"]), _call=jax.jit(exported.call),
                            _model_leaves=model_leaves, _state_def=state_def)
