@@ -34,7 +34,7 @@ from .geometry import (
 )
 from ._math import Transform
 from .io import load
-from ._model import ContactData, ErrorFlag, Model, Options, State
+from ._model import ConstraintModel, ContactData, ErrorFlag, FrictionCone, Model, Options, State
 from ._types import GeomType, JointType
 from ._version import __version__
 from ._compiling import CompileReport, compile_report, enable_compilation_cache
@@ -55,8 +55,10 @@ __all__ = [
     "testing",
     "scenes",
     "viz",
+    "ConstraintModel",
     "ContactData",
     "ErrorFlag",
+    "FrictionCone",
     "GeomType",
     "JointType",
     "Model",

@@ -15,7 +15,7 @@ CONTRACT = {
     "": ["Transform", "Sphere", "Ellipsoid", "Box", "Capsule", "Cylinder", "Cone", "Plane",
          "ConvexMesh", "support", "load", "init", "step", "rollout", "body_poses", "mass_matrix",
          "reset_where", "save", "restore", "Model", "State", "Options", "ErrorFlag", "compile_report",
-         "CompileReport"],
+         "CompileReport", "ConstraintModel", "FrictionCone"],
     "collision": ["distance", "intersects", "Smoothing", "CollisionResult"],
     "contact": ["ContactProblem", "solve", "residuals", "PGS", "ADMM", "StaggeredProjections",
                 "Raisim", "PrimalNewton", "ContactSolver", "ContactSolution"],

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 from .._types import GeomType
 from .elements import ActuatorStates, Equalities, Sensors, Tendons
 from .options import Options, numeric_option_names
+from .soft import SoftConstraints
 from .tree import KinematicTree
 
 
@@ -208,6 +209,9 @@ class Model(eqx.Module):
     mesh_faces: tuple[tuple[int, ...], ...] = eqx.field(static=True, default=())
     #: geoms that rays pass through (MuJoCo ``mj_ray``: rgba alpha 0, or their material's)
     transparent_geoms: tuple[int, ...] = eqx.field(static=True, default=())
+    #: MuJoCo's soft-constraint parameters (:class:`~.soft.SoftConstraints`), read only by
+    #: ``Options.constraint_model = "mujoco"``; ``None`` for a model not loaded from MuJoCo
+    soft: SoftConstraints | None = None
 
     # --- counts -----------------------------------------------------------------------------
     @property

@@ -17,6 +17,7 @@ from ..contact._randomized import RandomizedSmoothing
 from ..contact._relaxed import RelaxedComplementarity
 from ..contact._solver import ContactSolver
 from .._types import Choice
+from .soft import ConstraintModel
 
 
 def _scalar(value) -> jax.Array:
@@ -125,6 +126,12 @@ class Options(eqx.Module):
         with the new velocity), ``"rk4"``, ``"implicitfast"`` or ``"implicit"`` (MuJoCo's
         integrators of those names; :mod:`jaxsim_contact.dynamics._integrators`). The loader
         takes it from the model's ``<option integrator>``.
+      constraint_model: a :class:`~jaxsim_contact.ConstraintModel` (or its string): ``"hard"``
+        (default; the hard NCP rows this docstring describes) or ``"mujoco"`` (MuJoCo's soft
+        constraints from the model's ``solref`` / ``solimp`` / cone / ``impratio``, a step that
+        matches ``mj_step``: :mod:`jaxsim_contact.constraints._soft`). In ``"mujoco"`` the
+        Baumgarte, correction-speed, restitution, margin and compliance fields above are not
+        read. Needs a model loaded from MJCF (``Model.soft``).
       contact_budget: number of contact slots handed to the solver per step (``None``: the
         default of :func:`jaxsim_contact.constraints.default_contact_budget`); more active contacts
         than slots sets ``ErrorFlag.CONTACT_BUDGET_OVERFLOW`` and keeps the deepest ones.
@@ -201,6 +208,7 @@ class Options(eqx.Module):
     magnetic: jax.Array = _numeric([0.0, -0.5, 0.0])
     solver: ContactSolver = eqx.field(default_factory=default_step_solver)
     integrator: Integrator = eqx.field(static=True, default=Integrator.EULER)
+    constraint_model: ConstraintModel = eqx.field(static=True, default=ConstraintModel.HARD)
     contact_budget: int | None = eqx.field(static=True, default=None)
     enable_contacts: bool = eqx.field(static=True, default=True)
     enable_joint_limits: bool = eqx.field(static=True, default=True)
@@ -211,6 +219,8 @@ class Options(eqx.Module):
 
     def __post_init__(self):
         self.integrator = Integrator.parse(self.integrator, "Options.integrator")
+        self.constraint_model = ConstraintModel.parse(self.constraint_model,
+                                                      "Options.constraint_model")
         # gradient=RelaxedComplementarity(ρ) / RandomizedSmoothing(key, σ): the static part
         # ("smoothed") and the dynamic parameters are stored apart, so a jitted step sees ρ, the
         # key and σ as traced leaves.
@@ -230,6 +240,11 @@ class Options(eqx.Module):
         return self.gradient_smoothing if self.gradient == "smoothed" else self.gradient
 
     def __check_init__(self):
+        if self.constraint_model == ConstraintModel.MUJOCO and self.integrator in (
+                Integrator.RK4, Integrator.IMPLICIT):
+            raise ValueError(
+                f"Options.constraint_model='mujoco' does not support integrator="
+                f"{self.integrator.value!r} yet (euler and implicitfast are)")
         if not isinstance(self.solver, ContactSolver):
             raise TypeError(
                 "Options.solver must be a contact solver module (e.g. jc.contact.ADMM('ncp')), "

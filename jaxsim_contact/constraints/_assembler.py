@@ -34,6 +34,7 @@ from .._model import Model, Options, State
 from . import (_ball_limit_rows as ball_limit_rows, _contact_rows as contact_rows, _equality_rows as equality_rows, _friction_rows as friction_rows, _limit_rows as limit_rows,
                _tendon_limit_rows as tendon_limit_rows)
 from ._rows import KIND_ORDER, RowBlock, RowKind, SlotGeometry
+from ._soft import is_mujoco
 
 __all__ = ["PRODUCERS", "Producer", "num_constraint_slots", "slot_ranges", "constraint_rows", "any_row_in_reach",
            "stack", "contact_problem", "split_forces"]
@@ -169,8 +170,13 @@ def contact_problem(model: Model, blocks, rows: SlotGeometry, smooth, velocity, 
     n = rows.distance.shape[0]
     velocities = jnp.concatenate(velocity_rows)
     c_free, c_now = velocities[:, 0].reshape(n, 3), velocities[:, 1].reshape(n, 3)
-    reference = _row_references(blocks, model.options, rows.distance, c_now, dt)
-    g = ((c_free - reference) / dt).reshape(3 * n)
+    soft = is_mujoco(model)
+    if soft:  # MuJoCo: a₀ − a_ref with a₀ = J M⁻¹ τ = (c_free − c_now)/dt (module _soft)
+        soft_compliance, aref = _soft_rows(model, blocks, c_now, dt)
+        g = ((c_free - c_now) / dt - aref).reshape(3 * n)
+    else:
+        reference = _row_references(blocks, model.options, rows.distance, c_now, dt)
+        g = ((c_free - reference) / dt).reshape(3 * n)
     # diag(B Bᵀ) from B itself: a solver that never reads G (PrimalNewton) never forms it
     block_diag = jnp.sum(B * B, axis=1).reshape(n, 3)
     normal_diag = block_diag[:, 2]
@@ -182,9 +188,12 @@ def contact_problem(model: Model, blocks, rows: SlotGeometry, smooth, velocity, 
     # (A bilateral slot is never masked this way: its three rows are constraints of their own,
     # and a row no dof can move only leaves the equality unsatisfied, which the solver reports.)
     degenerate = normal_diag <= 100.0 * jnp.finfo(B.dtype).eps * jnp.sum(block_diag, -1)
+    if soft:  # a soft row is never infeasible (R > 0): MuJoCo keeps every row some dof moves
+        degenerate = jnp.sum(block_diag, -1) == 0
     bilateral = np.concatenate([np.full(b.num_slots, b.kind is RowKind.BILATERAL) for b in blocks])
     active = rows.active & ~(degenerate & ~jnp.asarray(bilateral))
-    compliance = _compliance_rows(blocks, model.options, normal_diag)
+    compliance = (soft_compliance.reshape(-1) if soft
+                  else _compliance_rows(blocks, model.options, normal_diag))
     count = lambda kind: sum(b.num_slots for b in blocks if b.kind is kind)  # noqa: E731
     bound = jnp.concatenate([b.force_bound(B.dtype) for b in blocks])
     # G has rank ≤ nv: when nv < 3n the ADMM (Cholesky) solver factorises an nv × nv matrix
@@ -195,6 +204,15 @@ def contact_problem(model: Model, blocks, rows: SlotGeometry, smooth, velocity, 
                              num_box=count(RowKind.BOX), num_bilateral=count(RowKind.BILATERAL),
                              bound=bound)
     return problem, B
+
+
+def _soft_rows(model: Model, blocks, c_now, dt):
+    """``(R (n, 3), a_ref (n, 3))`` of every row under MuJoCo's soft model (:mod:`._soft`)."""
+    parts, start = [], 0
+    for block in blocks:
+        parts.append(block.soft_rows(model, c_now[start:start + block.num_slots], dt))
+        start += block.num_slots
+    return tuple(jnp.concatenate(p) for p in zip(*parts))
 
 
 def _row_references(blocks, options: Options, distance, c_now, dt):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 
@@ -19,8 +20,12 @@ from ..collision._pairs import collision_structure
 from .._model import Model, Options
 from ._jacobian import contact_jacobians
 from ._rows import RowBlock, RowKind
+from ._soft import impedance, is_mujoco, reference_acceleration, regulariser
+from ._soft_contacts import (EDGES, ContactSoftParameters, contact_soft_parameters, pair_condim,
+                             pair_margins, pyramid_rows, tangent_hints, mujoco_frame)
+from .._model import FrictionCone
 
-__all__ = ["ContactRows", "contact_rows", "contacts_in_reach", "contact_slots",
+__all__ = ["ContactRows", "contact_rows", "contacts_in_reach", "contact_slots", "contact_budget",
            "default_contact_budget"]
 
 
@@ -31,8 +36,8 @@ def default_contact_budget(model: Model) -> int:
     return min(max_candidates(structure), 4 * moving + 4)
 
 
-def contact_slots(model: Model) -> int:
-    """Static number of contact slots handed to the solver (0 when contacts are disabled)."""
+def contact_budget(model: Model) -> int:
+    """Static number of contacts handed to the solver (0 when contacts are disabled)."""
     opts = model.options
     if not opts.enable_contacts:
         return 0
@@ -42,6 +47,17 @@ def contact_slots(model: Model) -> int:
     return min(total, opts.contact_budget)
 
 
+def _pyramidal(model: Model) -> bool:
+    """Static: contacts are MuJoCo pyramids (MuJoCo-compatible model with a pyramidal cone)."""
+    return is_mujoco(model) and model.soft is not None and model.soft.cone is FrictionCone.PYRAMIDAL
+
+
+def contact_slots(model: Model) -> int:
+    """Static number of contact slots of the row space: one per contact, or
+    :data:`~._soft_contacts.EDGES` per contact for MuJoCo's pyramidal cone."""
+    return contact_budget(model) * (EDGES if _pyramidal(model) else 1)
+
+
 class ContactRows(RowBlock):
     """Contact slots (:class:`~._rows.RowBlock`) with the bodies ``body_a``, ``body_b`` ``(m,)``
     int32 of each slot (normal from a to b)."""
@@ -49,8 +65,12 @@ class ContactRows(RowBlock):
     body_a: jax.Array
     body_b: jax.Array
 
+    #: MuJoCo-compatible model: the slots' MuJoCo parameters (``None`` in the hard model)
+    soft: ContactSoftParameters | None = None
+
     kind: ClassVar[RowKind] = RowKind.CONE
     restitution: ClassVar[bool] = True
+    is_contact: ClassVar[bool] = True
 
     def normal_compliance(self, options: Options, dtype) -> jax.Array:
         return options.compliance.astype(dtype)
@@ -62,6 +82,24 @@ class ContactRows(RowBlock):
         """``(m,)`` compliance ``R_T`` of the two friction rows."""
         return jnp.broadcast_to(options.tangential_compliance.astype(normal_diag.dtype),
                                 normal_diag.shape)
+
+    def soft_rows(self, model, velocity_now, dt):
+        """MuJoCo's elliptic cone (:mod:`._soft`): normal ``R₀`` from the two bodies'
+        translational ``invweight0``, friction rows ``R₀ / impratio`` damped by
+        ``solreffriction`` when it is set."""
+        p = self.soft
+        imp = impedance(p.solimp, self.distance, p.margin)
+        normal = regulariser(imp, p.translation_weight)
+        tangent = normal / jnp.maximum(model.soft.impratio.astype(normal.dtype), 1e-15)
+        friction_ref = jnp.where(jnp.any(p.solreffriction != 0, axis=-1, keepdims=True),
+                                 p.solreffriction, p.solref)
+        aref_normal = reference_acceleration(p.solref, p.solimp, imp, self.distance, p.margin,
+                                             velocity_now[:, 2])
+        aref_tangent = reference_acceleration(friction_ref[:, None], p.solimp[:, None],
+                                              imp[:, None], 0.0, 0.0, velocity_now[:, :2],
+                                              stiff=False)
+        R = jnp.stack([tangent, tangent, normal], axis=-1)
+        return R, jnp.concatenate([aref_tangent, aref_normal[:, None]], axis=-1)
 
     def factor_and_velocity_rows(self, model, smooth, velocity):
         # inactive slots may hold geometry of far-away or degenerate pairs: they must not reach
@@ -96,14 +134,35 @@ def contact_rows(model: Model, kinematics, margin: jax.Array, all_far: bool = Fa
     """
     structure = collision_structure(model)
     candidates_of = far_candidates if all_far else narrow_phase
+    soft = is_mujoco(model)
+    if soft:  # culling must reach MuJoCo's margins, the sum of the two geoms' (not their maximum)
+        margin = margin + jnp.max(model.geom_margin.astype(margin.dtype), initial=0.0)
     with jax.named_scope("narrow_phase"):
         cands = candidates_of(model, structure, kinematics.body_pos, kinematics.body_quat, margin)
-    budget = contact_slots(model)
-    score = jnp.where(cands.active, -cands.distance, -jnp.inf)
+    active = cands.active
+    if soft:  # MuJoCo: rows only while dist < margin
+        active = active & (cands.distance < pair_margins(model, cands.key, margin.dtype))
+    budget = contact_budget(model)
+    score = jnp.where(active, -cands.distance, -jnp.inf)
     _, index = jax.lax.top_k(score, budget)
-    overflow = (jnp.sum(cands.active) > budget) | cands.overflow
+    overflow = (jnp.sum(active) > budget) | cands.overflow
     rows = ContactRows(
         distance=cands.distance[index], frame=tangent_frame(cands.normal[index]),
-        friction=cands.friction[index], key=cands.key[index], active=cands.active[index],
+        friction=cands.friction[index], key=cands.key[index], active=active[index],
         point=cands.point[index], body_a=cands.body_a[index], body_b=cands.body_b[index])
+    if soft:
+        rows = _mujoco_contacts(model, kinematics, rows, cands.normal[index])
     return rows, overflow
+
+
+def _mujoco_contacts(model: Model, kinematics, rows: ContactRows, normal):
+    """The contact slots of the MuJoCo-compatible model: MuJoCo's parameters and frame, and the
+    pyramid's edge slots for a pyramidal cone (:mod:`._soft_contacts`)."""
+    pair_condim(model)  # refuses condim 4 / 6 by name
+    dt = model.options.dt.astype(rows.distance.dtype)
+    params = contact_soft_parameters(model, rows.key, rows.body_a, rows.body_b, dt)
+    frame = mujoco_frame(normal, tangent_hints(model, rows.key, kinematics))
+    friction = jnp.where(params.condim > 1, params.friction, 0.0)
+    rows = eqx.tree_at(lambda r: (r.frame, r.friction, r.soft), rows, (frame, friction, params),
+                       is_leaf=lambda x: x is None)
+    return pyramid_rows(rows) if _pyramidal(model) else rows

@@ -28,10 +28,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._math import quat_conj, quat_mul, quat_rotate, safe_norm
+from .._math import quat_conj, quat_mul, quat_rotate, safe_norm, safe_sqrt
 from .._model import EqualityKind, Model, Options
 from ._jacobian import point_jacobian, rotation_jacobian, site_frames
 from ._rows import RowBlock, RowKind
+from ._soft import (clamp_solimp, clamp_solref, impedance, reference_acceleration, regulariser,
+                    require_soft)
 
 __all__ = ["EqualityRows", "equality_slots", "equality_rows", "equality_errors", "equality_wrenches",
            "slot_equality"]
@@ -51,6 +53,8 @@ class EqualityRows(RowBlock):
 
     jacobian: jax.Array
     error: jax.Array
+    #: MuJoCo-compatible model: ``J̇ v`` ``(m, 3)`` of the connect / weld slots, else ``None``
+    velocity_bias: jax.Array | None = None
 
     kind: ClassVar[RowKind] = RowKind.BILATERAL
     restitution: ClassVar[bool] = False
@@ -66,6 +70,26 @@ class EqualityRows(RowBlock):
 
     def reference_velocity(self, options: Options, dt: jax.Array):
         return -options.equality_correction.astype(self.error.dtype) * self.error / dt
+
+    def soft_rows(self, model, velocity_now, dt):
+        """MuJoCo's equality rows (``getposdim``, ``mj_diagApprox``): the impedance of a
+        connect's or weld's rows from the norm of its whole error (3 or 6 entries), of a joint
+        or tendon coupling from its signed error; ``A_ii`` the bodies' translational (weld
+        rotation rows: rotational) ``invweight0``, or the joints' / tendons'."""
+        soft = require_soft(model)
+        dtype = self.error.dtype
+        slots = slot_equality(model)
+        solref = clamp_solref(soft.equality_solref.astype(dtype)[slots], dt, soft.refsafe)
+        solimp = clamp_solimp(soft.equality_solimp.astype(dtype)[slots])
+        kinds = [model.equalities.kind[e] for e in slots]
+        pos = _soft_positions(self.error, slots, kinds)
+        imp = impedance(solimp, pos, jnp.zeros_like(pos))
+        R = regulariser(imp[:, None], _soft_diagonal(model, soft, slots, kinds, dtype))
+        aref = reference_acceleration(solref[:, None], solimp[:, None], imp[:, None], self.error,
+                                      0.0, velocity_now)
+        if self.velocity_bias is not None:  # MuJoCo's mj_Jdotv on connect / weld rows
+            aref = aref - self.velocity_bias
+        return R, aref
 
     def factor_and_velocity_rows(self, model, smooth, velocity):
         m, nv = self.num_slots, model.nv
@@ -256,6 +280,43 @@ def equality_wrenches(model: Model, kin, force: jax.Array) -> jax.Array:
     return wrenches
 
 
+def _soft_positions(error, slots, kinds):
+    """``(m,)`` the position MuJoCo's impedance reads for each slot: the norm of a connect's 3
+    or a weld's 6 errors, a joint / tendon coupling's signed error (its normal row)."""
+    norms = safe_norm(error)
+    weld = np.asarray([k is EqualityKind.WELD for k in kinds])
+    if weld.any():  # both slots of a weld: the norm of its 6 errors
+        sums = jnp.zeros(int(slots.max()) + 1, error.dtype).at[slots].add(norms ** 2)
+        norms = jnp.where(jnp.asarray(weld), safe_sqrt(sums[slots]), norms)
+    scalar = np.asarray([k in (EqualityKind.JOINT, EqualityKind.TENDON) for k in kinds])
+    return jnp.where(jnp.asarray(scalar), error[:, 2], norms)
+
+
+def _soft_diagonal(model, soft, slots, kinds, dtype):
+    """``(m, 3)`` MuJoCo's ``A_ii`` of every row of the equality slots (``mj_diagApprox``)."""
+    eq = model.equalities
+    weight = soft.body_invweight0.astype(dtype)
+    dof_weight, tendon_weight = soft.dof_invweight0.astype(dtype), soft.tendon_invweight0.astype(dtype)
+    rows, seen = [], set()
+    for e, kind in zip(slots.tolist(), kinds):
+        second = e in seen
+        seen.add(e)
+        if kind in (EqualityKind.CONNECT, EqualityKind.WELD):
+            bodies = [eq.object1[e], eq.object2[e]]
+            if eq.on_sites[e]:
+                bodies = [model.site_body[b] for b in bodies]
+            column = 1 if (kind is EqualityKind.WELD and second) else 0
+            value = weight[bodies[0], column] + weight[bodies[1], column]
+        else:
+            objects = [o for o in (eq.object1[e], eq.object2[e]) if o is not None]
+            if kind is EqualityKind.JOINT:
+                value = sum(dof_weight[model.tree.joint_dof_adr[o]] for o in objects)
+            else:
+                value = sum(tendon_weight[o] for o in objects)
+        rows.append(jnp.broadcast_to(value, (3,)))
+    return jnp.stack(rows)
+
+
 def slot_equality(model: Model) -> np.ndarray:
     """Static ``(m,)``: the equality constraint of each slot."""
     return np.repeat(np.arange(model.neq), [_SLOTS[k] for k in model.equalities.kind]).astype(np.int64)
@@ -272,4 +333,5 @@ def equality_rows(model: Model, q: jax.Array, smooth) -> EqualityRows:
     return EqualityRows(
         distance=-safe_norm(error), frame=jnp.broadcast_to(jnp.eye(3, dtype=dtype), (count, 3, 3)),
         friction=jnp.zeros((count,), dtype), key=jnp.arange(count, dtype=jnp.int32),
-        active=active, point=jnp.zeros((count, 3), dtype), jacobian=jacobian, error=error)
+        active=active, point=jnp.zeros((count, 3), dtype), jacobian=jacobian, error=error,
+        velocity_bias=getattr(smooth, "equality_velocity_bias", None))

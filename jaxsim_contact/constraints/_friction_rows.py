@@ -21,6 +21,7 @@ import numpy as np
 
 from .._model import Model, Options
 from ._rows import NormalRowBlock, RowKind
+from ._soft import clamp_solimp, clamp_solref, impedance, reference_acceleration, regulariser, require_soft
 
 __all__ = ["FrictionRows", "friction_slots", "friction_rows"]
 
@@ -51,6 +52,24 @@ class FrictionRows(NormalRowBlock):
 
     def factor_and_velocity_rows(self, model, smooth, velocity):
         return self.normal_rows(self.rows, smooth, velocity)
+
+    def soft_rows(self, model, velocity_now, dt):
+        """MuJoCo's frictionloss rows: the dof's (tendon's) ``solreffriction`` /
+        ``solimpfriction`` at position 0 (impedance ``d0``), no stiffness, ``A_ii`` its
+        ``invweight0``; the box ``|f| ≤ frictionloss`` is MuJoCo's Huber cost's dual."""
+        soft = require_soft(model)
+        dtype = self.distance.dtype
+        dofs = np.asarray(model.frictionloss_dofs, dtype=np.int64)
+        tendons = np.asarray(model.tendons.frictionloss_tendons, dtype=np.int64)
+        cat = lambda dof_values, tendon_values: jnp.concatenate(  # noqa: E731
+            [dof_values.astype(dtype)[dofs], tendon_values.astype(dtype)[tendons]])
+        solref = clamp_solref(cat(soft.dof_solref, soft.tendon_solref_friction), dt, soft.refsafe)
+        solimp = clamp_solimp(cat(soft.dof_solimp, soft.tendon_solimp_friction))
+        imp = impedance(solimp, self.distance, self.distance)
+        R = regulariser(imp, cat(soft.dof_invweight0, soft.tendon_invweight0))
+        aref = reference_acceleration(solref, solimp, imp, 0.0, 0.0, velocity_now[:, 2], stiff=False)
+        zeros = jnp.zeros_like(aref)
+        return jnp.stack([R, R, R], -1), jnp.stack([zeros, zeros, aref], -1)
 
 
 def friction_rows(model: Model, smooth) -> FrictionRows:

@@ -20,6 +20,8 @@ import numpy as np
 from .._model import Model, Options
 from .._types import JointType
 from ._rows import NormalRowBlock, RowKind
+from ._soft import (clamp_solimp, clamp_solref, impedance, is_mujoco, reference_acceleration,
+                    regulariser, require_soft)
 
 __all__ = ["LimitBlock", "LimitRows", "limit_rows", "limits_in_reach", "limited_joints", "limit_distances"]
 
@@ -79,6 +81,21 @@ class LimitRows(LimitBlock):
     sign: jax.Array
     dof: tuple[int, ...] = eqx.field(static=True)
 
+    def soft_rows(self, model, velocity_now, dt):
+        """MuJoCo's limit rows: the joint's ``solref`` / ``solimp`` / ``margin``, ``A_ii`` its
+        dof's ``invweight0`` (``mj_diagApprox``)."""
+        soft = require_soft(model)
+        dtype = self.distance.dtype
+        joints = np.asarray(limited_joints(model), dtype=np.int64)
+        solref = clamp_solref(soft.joint_solref.astype(dtype)[joints], dt, soft.refsafe)
+        solimp = clamp_solimp(soft.joint_solimp.astype(dtype)[joints])
+        margin = soft.joint_margin.astype(dtype)[joints]
+        imp = impedance(solimp, self.distance, margin)
+        R = regulariser(imp, soft.dof_invweight0.astype(dtype)[np.asarray(self.dof, np.int64)])
+        aref = reference_acceleration(solref, solimp, imp, self.distance, margin, velocity_now[:, 2])
+        zeros = jnp.zeros_like(aref)
+        return jnp.stack([R, R, R], -1), jnp.stack([zeros, zeros, aref], -1)
+
     def factor_and_velocity_rows(self, model, smooth, velocity):
         dof = np.asarray(self.dof, dtype=np.int64)
         both_velocities = jnp.stack([smooth.free_velocity, velocity], axis=1)
@@ -90,6 +107,9 @@ class LimitRows(LimitBlock):
 
 def _window(model: Model, q, v, dt, margin, joints):
     distance, sign, dof = limit_distances(model, q, joints)
+    if is_mujoco(model):  # MuJoCo: a row while dist < the joint's margin
+        soft_margin = require_soft(model).joint_margin.astype(q.dtype)[np.asarray(joints, np.int64)]
+        return distance, sign, dof, distance < soft_margin
     approach = jnp.maximum(-sign * v[dof], 0.0)
     # speculative window: the limit can be reached within the step at the current speed
     return distance, sign, dof, distance <= margin + dt * approach

@@ -26,6 +26,7 @@ block type. A new constraint kind is one subclass plus its producer module, and 
 
 import abc
 import enum
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -84,6 +85,9 @@ class RowBlock(SlotGeometry):
     #: Newton restitution applies to the slots' normal rows (seed 001 §II)
     restitution: eqx.AbstractClassVar[bool]
 
+    #: the slots are contacts (the penetration statistic and contact sensors read them)
+    is_contact: ClassVar[bool] = False
+
     @abc.abstractmethod
     def normal_compliance(self, options: Options, dtype) -> jax.Array:
         """Scalar compliance ``R`` of the normal rows, in (units of the row's acceleration) / force."""
@@ -104,6 +108,22 @@ class RowBlock(SlotGeometry):
         correction of the rows' position error)."""
         del options, dt
         return None
+
+    def soft_rows(self, model, velocity_now: jax.Array, dt: jax.Array):
+        """``(R (m, 3), a_ref (m, 3))``: the regulariser and reference acceleration of the
+        block's rows under MuJoCo's soft model (:mod:`._soft`), with ``velocity_now`` ``(m, 3)``
+        the rows' velocity ``J v`` at the start of the step. Blocks without a MuJoCo
+        counterpart implemented raise ``NotImplementedError`` naming themselves."""
+        del velocity_now, dt
+        raise NotImplementedError(
+            f"{model.source}: {type(self).__name__} rows are not supported by "
+            "Options.constraint_model='mujoco' yet; use the hard model")
+
+    def reported_force(self, force: jax.Array) -> jax.Array:
+        """``(m, 3)`` the slots' forces as ``ContactData`` reports them (in the slot frames),
+        from the solved ``force`` ``(m, 3)``; the same unless a block's rows are not its
+        frame's (pyramid edges)."""
+        return force
 
     @abc.abstractmethod
     def factor_and_velocity_rows(self, model, smooth, velocity: jax.Array):

@@ -44,10 +44,10 @@ from ._assembler import (
     constraint_rows,
     contact_problem,
     num_constraint_slots,
+    split_forces,
     stack,
 )
 from ._contact_rows import contact_slots, default_contact_budget
-from ._rows import RowKind
 
 __all__ = ["default_contact_budget", "contact_slots", "num_constraint_slots", "initial_contact_data",
            "contact_stage"]
@@ -114,7 +114,7 @@ def _stage(model: Model, state: State, smooth, dt: jax.Array, all_far: bool):
     # penetration is a contact quantity: the cone slots' (a limit's violation is an angle), of
     # the slots the solve saw — not of masked ones no force can move (a link overlapping the
     # world around its own hinge reported 13 mm with no active slot: issue 43)
-    is_contact = np.concatenate([np.full(b.num_slots, b.kind is RowKind.CONE) for b in blocks])
+    is_contact = np.concatenate([np.full(b.num_slots, b.is_contact) for b in blocks])
     penetration = jnp.max(jnp.where(active & is_contact, -rows.distance, 0.0), initial=0.0)
     data = ContactData(
         key=rows.key, active=active, distance=rows.distance, point=rows.point, frame=rows.frame,
@@ -152,9 +152,19 @@ def _no_active_slot(model, rows, smooth):
             jnp.ones((), bool))
 
 
+def _rows_dynamics(smooth):
+    """The dynamics the rows are posed with: the step's ``H`` factor and free velocity, or ``M``'s
+    (MuJoCo-compatible model with an ``H ≠ M`` integrator: ``smooth.mass_factor``)."""
+    if smooth.mass_factor is None:
+        return smooth
+    return eqx.tree_at(lambda s: (s.cholesky, s.cholesky_inverse, s.free_velocity), smooth,
+                       smooth.mass_factor)
+
+
 def _solve(model, state, smooth, dt, blocks, rows):
     """``(v_next, active, force, generalized_force, iterations, criterion, converged)``."""
-    problem, B = contact_problem(model, blocks, rows, smooth, state.v, dt)
+    rows_smooth = _rows_dynamics(smooth)
+    problem, B = contact_problem(model, blocks, rows, rows_smooth, state.v, dt)
     warm = _warm_start(state.contact, rows.key, problem.active, rows.frame)
     # the primal warm start Bᵀλ = L⁻¹ Jᵀλ from last step's generalized constraint force (MuJoCo
     # warm-starts its acceleration the same way)
@@ -168,8 +178,14 @@ def _solve(model, state, smooth, dt, blocks, rows):
                          warm_primal=warm_primal)
     # Bᵀ f = L⁻¹ Jᵀ f: the velocity change is L⁻ᵀ (Bᵀ f) dt, the generalized force L (Bᵀ f)
     factor_force = solution.force.reshape(-1) @ B
-    v_next = smooth.free_velocity + dt * (smooth.cholesky_inverse.T @ factor_force)
-    return (v_next, problem.active, solution.force, smooth.cholesky @ factor_force,
+    generalized_force = rows_smooth.cholesky @ factor_force
+    if rows_smooth is smooth:
+        v_next = smooth.free_velocity + dt * (smooth.cholesky_inverse.T @ factor_force)
+    else:  # rows posed with M, the velocity moved with the integrator's H
+        v_next = smooth.free_velocity + dt * (
+            smooth.cholesky_inverse.T @ (smooth.cholesky_inverse @ generalized_force))
+    force = jnp.concatenate([b.reported_force(f) for b, f in zip(blocks, split_forces(blocks, solution.force))])
+    return (v_next, problem.active, force, generalized_force,
             solution.iterations, solution.criterion.astype(rows.distance.dtype), solution.converged)
 
 

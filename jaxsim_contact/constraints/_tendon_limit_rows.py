@@ -17,6 +17,8 @@ import numpy as np
 
 from .._model import Model
 from ._limit_rows import LimitBlock
+from ._soft import (clamp_solimp, clamp_solref, impedance, is_mujoco, reference_acceleration,
+                    regulariser, require_soft)
 
 __all__ = ["TendonLimitRows", "limited_tendons", "tendon_limit_rows", "tendon_limits_in_reach"]
 
@@ -38,6 +40,21 @@ class TendonLimitRows(LimitBlock):
     def factor_and_velocity_rows(self, model, smooth, velocity):
         return self.normal_rows(jnp.where(self.active[:, None], self.rows, 0.0), smooth, velocity)
 
+    def soft_rows(self, model, velocity_now, dt):
+        """MuJoCo's tendon-limit rows: the tendon's ``solref_lim`` / ``solimp_lim`` /
+        ``margin``, ``A_ii`` its ``invweight0``."""
+        soft = require_soft(model)
+        dtype = self.distance.dtype
+        index = np.asarray(limited_tendons(model), dtype=np.int64)
+        solref = clamp_solref(soft.tendon_solref_limit.astype(dtype)[index], dt, soft.refsafe)
+        solimp = clamp_solimp(soft.tendon_solimp_limit.astype(dtype)[index])
+        margin = soft.tendon_margin.astype(dtype)[index]
+        imp = impedance(solimp, self.distance, margin)
+        R = regulariser(imp, soft.tendon_invweight0.astype(dtype)[index])
+        aref = reference_acceleration(solref, solimp, imp, self.distance, margin, velocity_now[:, 2])
+        zeros = jnp.zeros_like(aref)
+        return jnp.stack([R, R, R], -1), jnp.stack([zeros, zeros, aref], -1)
+
 
 def _window(model: Model, smooth, v, dt, margin, tendons):
     index = np.asarray(tendons, dtype=np.int64)
@@ -48,6 +65,8 @@ def _window(model: Model, smooth, v, dt, margin, tendons):
     distance = jnp.where(lower, to_lower, to_upper)
     sign = jnp.where(lower, 1.0, -1.0).astype(length.dtype)
     rows = sign[:, None] * smooth.tendon.jacobian[index]
+    if is_mujoco(model):  # MuJoCo: a row while dist < the tendon's margin
+        return distance, rows, distance < require_soft(model).tendon_margin.astype(length.dtype)[index]
     approach = jnp.maximum(-(rows @ v), 0.0)
     # speculative window: the limit can be reached within the step at the current speed
     return distance, rows, distance <= margin + dt * approach

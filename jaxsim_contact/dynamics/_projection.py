@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from ..constraints._equality_rows import equality_errors, slot_equality
-from .._model import EqualityKind, Model
+from .._model import ConstraintModel, EqualityKind, Model
 from ._integration import integrate_positions
 from ._kinematics import forward_kinematics, motion_axes
 from ._tendons import tendon_kinematics
@@ -35,7 +35,8 @@ def project_equalities(model: Model, q: jax.Array, cholesky_inverse: jax.Array):
     ``e − B Bᵀ (B Bᵀ + δ I)⁻¹ e`` exceeds ``Options.equality_tolerance`` somewhere — the
     constraints are incompatible and ``q`` is their least-squares compromise. A model without
     equality constraints gets ``q`` back and ``False``."""
-    if model.neq == 0 or not model.options.project_equalities:
+    if (model.neq == 0 or not model.options.project_equalities
+            or model.options.constraint_model is ConstraintModel.MUJOCO):  # MuJoCo: soft rows only
         return q, jnp.zeros((), bool)
     kin = forward_kinematics(model, q)
     axes = motion_axes(model, kin)

@@ -30,15 +30,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..constraints import contact_stage, initial_contact_data
+from ..constraints._equality_rows import equality_errors, slot_equality
 from .._linalg import grouped_cholesky
-from .._model import ErrorFlag, Integrator, Model, State, error_bit
+from .._model import ConstraintModel, EqualityKind, ErrorFlag, Integrator, Model, State, error_bit
 from ._actuation import activation_rate, clamp_controls, next_activation
 from ._integration import integrate_positions
 from ._integrators import (integrator_matrix, integrator_matrix_is_symmetric, rk4_velocities,
                           smooth_terms, velocity_matrix_groups)
-from ._kinematics import Kinematics
+from ._kinematics import Kinematics, forward_kinematics, motion_axes
 from ._projection import project_equalities
-from ._tendons import TendonKinematics
+from ._tendons import TendonKinematics, tendon_kinematics
 from .._precision import full_precision_matmuls
 
 __all__ = ["init", "step", "rollout", "smooth_dynamics", "SmoothDynamics"]
@@ -68,6 +69,13 @@ class SmoothDynamics(eqx.Module):
         the other integrators (positions advance with the new velocity).
       activation_rate: ``(na,)`` the rate ``ȧ`` of the actuator activations the step started
         from (RK4: the weighted ``Σ b_k ȧ_k``), ``None`` for a model without them.
+      mass_factor: MuJoCo-compatible constraint model with an integrator whose ``H`` is not
+        ``M``: ``(L_M, L_M⁻¹, v + dt M⁻¹ τ)``, what its constraint rows are posed with (MuJoCo
+        solves constraint forces with the plain mass matrix and applies its integrator after:
+        :mod:`jaxsim_contact.constraints._soft`); ``None`` otherwise.
+      equality_velocity_bias: MuJoCo-compatible model with connect or weld equalities: ``(m,
+        3)`` ``J̇ v`` of the equality slots (zero on joint / tendon couplings), which MuJoCo
+        subtracts from their reference acceleration (``mj_Jdotv``); ``None`` otherwise.
     """
 
     mass_matrix: jax.Array
@@ -80,6 +88,8 @@ class SmoothDynamics(eqx.Module):
     tendon: TendonKinematics
     position_velocity: jax.Array | None = None
     activation_rate: jax.Array | None = None
+    mass_factor: tuple[jax.Array, jax.Array, jax.Array] | None = None
+    equality_velocity_bias: jax.Array | None = None
 
 
 @full_precision_matmuls
@@ -121,6 +131,12 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
         chol, chol_inv = grouped_cholesky(matrix, groups)
         acceleration = chol_inv.T @ (chol_inv @ force)  # H⁻¹ f = L⁻ᵀ L⁻¹ f
         free_velocity = v + dt * acceleration
+    mass_factor = None
+    if (model.options.constraint_model is ConstraintModel.MUJOCO
+            and not (integrator == Integrator.EULER and not model.options.euler_damping)):
+        mass_chol, mass_chol_inv = grouped_cholesky(mass, groups)
+        mass_factor = (mass_chol, mass_chol_inv, v + dt * (mass_chol_inv.T @ (mass_chol_inv @ force)))
+    equality_bias = _equality_velocity_bias(model, q, v)
     position_velocity = None
     if integrator == Integrator.RK4:  # H = M: the acceleration is RK4's stage 0
         free_velocity, position_velocity, act_rate = rk4_velocities(
@@ -128,7 +144,31 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
     return SmoothDynamics(mass_matrix=mass, cholesky=chol, cholesky_inverse=chol_inv,
                           smooth_force=force, free_velocity=free_velocity, kinematics=kin,
                           motion_axes=axes, tendon=tendon, position_velocity=position_velocity,
-                          activation_rate=act_rate)
+                          activation_rate=act_rate, mass_factor=mass_factor,
+                          equality_velocity_bias=equality_bias)
+
+
+def _equality_velocity_bias(model: Model, q: jax.Array, v: jax.Array) -> jax.Array | None:
+    """``J̇ v`` ``(m, 3)`` of the connect and weld equality slots at ``(q, v)`` (zero rows for the
+    other kinds), the derivative of ``J(q(t)) v`` along ``q(t) = q ⊕ v t``; ``None`` unless the
+    MuJoCo-compatible model has such constraints (``SmoothDynamics.equality_velocity_bias``)."""
+    kinds = model.equalities.kind
+    if (model.options.constraint_model is not ConstraintModel.MUJOCO
+            or not any(k in (EqualityKind.CONNECT, EqualityKind.WELD) for k in kinds)):
+        return None
+
+    def rows_times_velocity(position):
+        kin = forward_kinematics(model, position)
+        axes = motion_axes(model, kin)
+        tendon = tendon_kinematics(model, position, kin, axes)
+        return equality_errors(model, position, kin, axes, tendon)[1] @ v
+
+    zero = jnp.zeros((), q.dtype)
+    _, q_rate = jax.jvp(lambda t: integrate_positions(model, q, v, t), (zero,), (jnp.ones_like(zero),))
+    _, bias = jax.jvp(rows_times_velocity, (q,), (q_rate,))
+    mask = np.asarray([kinds[e] in (EqualityKind.CONNECT, EqualityKind.WELD)
+                       for e in slot_equality(model)])
+    return jnp.where(jnp.asarray(mask)[:, None], bias, 0.0)
 
 
 def _activations(model: Model, state: State) -> jax.Array | None:

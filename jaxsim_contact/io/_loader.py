@@ -15,9 +15,11 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 
+from ..constraints._soft_contacts import pair_condim
+from ..contact import PrimalNewton
 from ..collision._pairs import build_collision_structure
-from .._model import (ActuatorDynamics, ActuatorStates, Equalities, EqualityKind, Integrator,
-                     KinematicTree, Model, Options, Sensors, TendonPathElement, Tendons, WrapKind)
+from .._model import (ActuatorDynamics, ActuatorStates, ConstraintModel, FrictionCone, Equalities, EqualityKind, Integrator,
+                     KinematicTree, Model, Options, Sensors, TendonPathElement, Tendons, WrapKind, SoftConstraints)
 from .._types import GeomType, JointType
 from ._errors import (
     DegenerateMeshError,
@@ -57,7 +59,8 @@ def load(
     floating_base: bool = False,
     balance_inertia: bool = False,
     ignore_equality: bool = False,
-    exclude_self_overlaps: bool = True,
+    exclude_self_overlaps: bool | None = None,
+    constraint_model: ConstraintModel | str = ConstraintModel.HARD,
     dtype=None,
 ) -> Model:
     """Load an MJCF (``<mujoco>``) or URDF (``<robot>``) file into a :class:`Model`.
@@ -84,7 +87,14 @@ def load(
         ``SelfOverlapWarning`` naming each pair and its depth. MuJoCo keeps such pairs as a
         permanent soft contact; a hard contact between links that start inside each other cannot
         be resolved and keeps the solver at its cap (issue 43). ``False`` keeps them (and still
-        warns).
+        warns). Default (``None``): ``True`` for the hard model, ``False`` for
+        ``constraint_model="mujoco"`` (MuJoCo's own contact set).
+      constraint_model: ``"hard"`` (default) or ``"mujoco"``
+        (:class:`~jaxsim_contact.ConstraintModel`): MuJoCo's soft constraints as the file declares
+        them (``solref``, ``solimp``, cone, ``impratio``), solved by
+        :class:`~jaxsim_contact.contact.PrimalNewton` with the file's ``iterations``, so that a
+        step matches ``mj_step`` (:mod:`jaxsim_contact.constraints._soft`). The RK4 and implicit
+        integrators and contacts with ``condim`` 4 / 6 are refused by name in that mode.
       dtype: floating dtype of the model's arrays; default ``float64`` when JAX x64 is enabled,
         else ``float32``.
 
@@ -99,15 +109,31 @@ def load(
         armature, flex equalities, ...).
       All messages name the file, the element and the value.
     """
+    constraint_model = ConstraintModel.parse(constraint_model, "jc.load(constraint_model=...)")
+    soft = constraint_model is ConstraintModel.MUJOCO
     mj = compile_mjmodel(
         path,
         package_dirs=package_dirs,
         floating_base=floating_base,
         balance_inertia=balance_inertia,
         ignore_equality=ignore_equality,
-        exclude_self_overlaps=exclude_self_overlaps,
+        exclude_self_overlaps=(not soft) if exclude_self_overlaps is None else exclude_self_overlaps,
+        constraint_model=constraint_model,
     )
-    return from_mjmodel(mj, source=str(path), dtype=dtype)
+    model = from_mjmodel(mj, source=str(path), dtype=dtype)
+    if soft:
+        model = mujoco_compatible(model, mj)
+        pair_condim(model)  # condim 4 / 6 refused by name at load
+    return model
+
+
+def mujoco_compatible(model: Model, mj) -> Model:
+    """``model`` with ``Options.constraint_model = "mujoco"`` and MuJoCo's solver settings of
+    ``mj`` (a :class:`~jaxsim_contact.contact.PrimalNewton` capped at ``<option iterations>``;
+    its tolerance stays tight, 1e-10 on the CCP residual, since MuJoCo's ``tolerance`` measures
+    the relative cost decrease, another quantity)."""
+    solver = PrimalNewton(max_iterations=max(int(mj.opt.iterations), 1), tolerance=1e-10)
+    return model.replace_options(constraint_model=ConstraintModel.MUJOCO, solver=solver).astype(model.dtype)
 
 
 def compile_mjmodel(
@@ -118,12 +144,14 @@ def compile_mjmodel(
     balance_inertia: bool = False,
     ignore_equality: bool = False,
     exclude_self_overlaps: bool = True,
+    constraint_model: ConstraintModel | str = ConstraintModel.HARD,
 ):
     """Validate and compile ``path`` with MuJoCo into a ``mujoco.MjModel`` (arguments and
     exceptions as :func:`load`)."""
     spec = prepare_spec(path, package_dirs=package_dirs, floating_base=floating_base,
                         balance_inertia=balance_inertia, ignore_equality=ignore_equality)
-    return compile_spec(spec, path, exclude_self_overlaps=exclude_self_overlaps)
+    return compile_spec(spec, path, exclude_self_overlaps=exclude_self_overlaps,
+                        constraint_model=constraint_model)
 
 
 def prepare_spec(
@@ -164,7 +192,8 @@ def prepare_spec(
     return spec
 
 
-def compile_spec(spec, path: str | Path = "<spec>", exclude_self_overlaps: bool = True):
+def compile_spec(spec, path: str | Path = "<spec>", exclude_self_overlaps: bool = True,
+                 constraint_model: ConstraintModel | str = ConstraintModel.HARD):
     """Compile a spec from :func:`prepare_spec` and validate the result (``path`` names the source
     in error messages; ``exclude_self_overlaps`` as in :func:`load`: it may add ``<exclude>``
     pairs to ``spec``)."""
@@ -173,7 +202,8 @@ def compile_spec(spec, path: str | Path = "<spec>", exclude_self_overlaps: bool 
         mj = spec.compile()
     except ValueError as err:
         raise _translate_compiler_error(err, path) from None
-    check_compiled(mj, path)
+    check_compiled(mj, path, soft=ConstraintModel.parse(
+        constraint_model, "constraint_model") is ConstraintModel.MUJOCO)
     return handle_self_overlaps(spec, mj, path, exclude=exclude_self_overlaps)
 
 
@@ -465,6 +495,7 @@ def from_mjmodel(mj, *, source: str = "", dtype=None) -> Model:
         actuator_states=_actuator_states_from_mjmodel(mj, arr),
         sensors=_sensors_from_mjmodel(mj, arr),
         options=_options_from_mjmodel(mj, arr),
+        soft=_soft_from_mjmodel(mj, arr),
         **_collision_from_mjmodel(mj, bodies, geoms, source),
         source=source,
     ).astype(dtype)  # default option objects (solver tolerances, ...) follow the model dtype
@@ -600,6 +631,42 @@ def _options_from_mjmodel(mj, arr) -> Options:
         fluid_density=arr(mj.opt.density), fluid_viscosity=arr(mj.opt.viscosity),
         wind=arr(mj.opt.wind, (3,)),
         magnetic=arr(mj.opt.magnetic, (3,)),
+    )
+
+
+def _soft_from_mjmodel(mj, arr) -> SoftConstraints:
+    """MuJoCo's per-element solver parameters (:class:`~jaxsim_contact._model.SoftConstraints`),
+    read by the MuJoCo-compatible constraint model only."""
+    import mujoco
+
+    def rows(x, width):
+        return arr(np.asarray(x, np.float64).reshape(-1, width))
+
+    disabled = int(mj.opt.disableflags)
+    return SoftConstraints(
+        geom_solref=rows(mj.geom_solref, 2), geom_solimp=rows(mj.geom_solimp, 5),
+        geom_solmix=arr(mj.geom_solmix), geom_gap=arr(mj.geom_gap),
+        geom_friction=rows(mj.geom_friction, 3),
+        pair_solref=rows(mj.pair_solref, 2), pair_solreffriction=rows(mj.pair_solreffriction, 2),
+        pair_solimp=rows(mj.pair_solimp, 5), pair_friction=rows(mj.pair_friction, 5),
+        pair_margin=arr(mj.pair_margin), pair_gap=arr(mj.pair_gap),
+        body_invweight0=rows(mj.body_invweight0, 2), dof_invweight0=arr(mj.dof_invweight0),
+        tendon_invweight0=arr(mj.tendon_invweight0),
+        joint_solref=rows(mj.jnt_solref, 2), joint_solimp=rows(mj.jnt_solimp, 5),
+        joint_margin=arr(mj.jnt_margin),
+        dof_solref=rows(mj.dof_solref, 2), dof_solimp=rows(mj.dof_solimp, 5),
+        tendon_solref_limit=rows(mj.tendon_solref_lim, 2),
+        tendon_solimp_limit=rows(mj.tendon_solimp_lim, 5), tendon_margin=arr(mj.tendon_margin),
+        tendon_solref_friction=rows(mj.tendon_solref_fri, 2),
+        tendon_solimp_friction=rows(mj.tendon_solimp_fri, 5),
+        equality_solref=rows(mj.eq_solref, 2), equality_solimp=rows(mj.eq_solimp, 5),
+        impratio=arr(mj.opt.impratio),
+        geom_priority=tuple(int(p) for p in mj.geom_priority),
+        geom_condim=tuple(int(c) for c in mj.geom_condim),
+        pair_geoms=tuple((int(a), int(b)) for a, b in zip(mj.pair_geom1, mj.pair_geom2)),
+        pair_condim=tuple(int(c) for c in mj.pair_dim),
+        cone=FrictionCone.ELLIPTIC if int(mj.opt.cone) == int(mujoco.mjtCone.mjCONE_ELLIPTIC) else FrictionCone.PYRAMIDAL,
+        refsafe=not disabled & int(mujoco.mjtDisableBit.mjDSBL_REFSAFE),
     )
 
 

@@ -65,10 +65,25 @@ def _enabled(mj, name: str) -> bool:
     return bool(int(mj.opt.enableflags) & _bit(mujoco.mjtEnableBit, f"mjENBL_{name}"))
 
 
-def check_options(mj, path: Path) -> None:
+#: fields the MuJoCo-compatible constraint model honours (``Options.constraint_model="mujoco"``:
+#: the cone and impratio shape its rows, iterations and tolerance its Newton solver)
+_SOFT_FIELDS = ("impratio", "iterations", "tolerance")
+
+
+def check_options(mj, path: Path, soft: bool = False) -> None:
     """Refuse the options the engine cannot simulate and warn about those it ignores (module
-    docstring), naming ``path`` and each option."""
+    docstring), naming ``path`` and each option. ``soft``: for the MuJoCo-compatible constraint
+    model, which honours ``impratio``, ``iterations`` and ``tolerance``, and refuses the
+    integrators it does not implement yet (RK4, implicit) by name."""
     import mujoco
+
+    if soft and int(mj.opt.integrator) in (int(mujoco.mjtIntegrator.mjINT_RK4),
+                                          int(mujoco.mjtIntegrator.mjINT_IMPLICIT)):
+        name = mujoco.mjtIntegrator(int(mj.opt.integrator)).name.removeprefix("mjINT_")
+        raise UnsupportedFeatureError(
+            f"{path}: <option integrator=\"{name}\"> is not supported by the MuJoCo-compatible "
+            "constraint model yet (Euler and implicitfast are); load it with the hard model, or "
+            "change the integrator")
 
     if _disabled(mj, "FILTERPARENT"):
         raise UnsupportedFeatureError(
@@ -77,6 +92,8 @@ def check_options(mj, path: Path) -> None:
     default = mujoco.MjModel.from_xml_string("<mujoco/>").opt
     ignored = []
     for field in _SOLVER_FIELDS:
+        if soft and field in _SOFT_FIELDS:
+            continue
         value = np.asarray(getattr(mj.opt, field))
         if not np.array_equal(value, np.asarray(getattr(default, field))):
             ignored.append(f"{field}={value.tolist()}")

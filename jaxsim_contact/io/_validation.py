@@ -241,8 +241,9 @@ def _warn_extreme_scales(mj, path: Path) -> None:
             )
 
 
-def check_compiled(mj, path: Path) -> None:
-    """Validate a compiled ``mujoco.MjModel`` against what the engine simulates."""
+def check_compiled(mj, path: Path, soft: bool = False) -> None:
+    """Validate a compiled ``mujoco.MjModel`` against what the engine simulates (``soft``: for
+    the MuJoCo-compatible constraint model, which honours more of ``<option>``)."""
     import mujoco
 
     def name(obj_type, index: int) -> str:
@@ -258,7 +259,7 @@ def check_compiled(mj, path: Path) -> None:
     _check_fluid(mj, path)
     _check_height_fields(mj, path)
 
-    check_options(mj, path)
+    check_options(mj, path, soft=soft)
     warn_sensors(mj, path)
     _check_mass_matrix(mj, path)
     _check_tendons(mj, path)
