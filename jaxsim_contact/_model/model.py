@@ -281,6 +281,11 @@ class Model(eqx.Module):
             for name, value in changes.items()
         }
         opts = dataclasses.replace(self.options, **converted)
+        if opts.constraint_model == "mujoco" and self.soft is None:
+            raise ValueError(
+                "Options.constraint_model='mujoco' needs MuJoCo's solref / solimp / invweight0 of "
+                "the model (Model.soft), which only a model loaded from MJCF or URDF has "
+                f"(source {self.source!r}); use jc.load / jc.io.from_mjmodel, or the hard model")
         return eqx.tree_at(lambda m: m.options, self, opts)
 
     def astype(self, dtype) -> "Model":

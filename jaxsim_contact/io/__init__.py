@@ -29,7 +29,7 @@ from ._errors import (
     UnsupportedFeatureError,
 )
 from ._export import ExportError, ExportedProgram, export_rollout, export_step, load_exported
-from ._loader import compile_mjmodel, compile_spec, from_mjmodel, load, prepare_spec
+from ._loader import compile_mjmodel, compile_spec, from_mjmodel, load, mujoco_compatible, prepare_spec
 from ._overlaps import self_overlaps
 from ._scene import add_floor, set_collision, set_height_field
 
@@ -51,6 +51,7 @@ __all__ = [
     "prepare_spec",
     "compile_spec",
     "from_mjmodel",
+    "mujoco_compatible",
     "add_floor",
     "set_collision",
     "set_height_field",
