@@ -21,7 +21,7 @@ import numpy as np
 
 from .._model import Model, Options
 from ._rows import NormalRowBlock, RowKind
-from ._soft import clamp_solimp, clamp_solref, impedance, reference_acceleration, regulariser, require_soft
+from ._soft import normal_soft_rows, require_soft
 
 __all__ = ["FrictionRows", "friction_slots", "friction_rows"]
 
@@ -63,13 +63,11 @@ class FrictionRows(NormalRowBlock):
         tendons = np.asarray(model.tendons.frictionloss_tendons, dtype=np.int64)
         cat = lambda dof_values, tendon_values: jnp.concatenate(  # noqa: E731
             [dof_values.astype(dtype)[dofs], tendon_values.astype(dtype)[tendons]])
-        solref = clamp_solref(cat(soft.dof_solref, soft.tendon_solref_friction), dt, soft.refsafe)
-        solimp = clamp_solimp(cat(soft.dof_solimp, soft.tendon_solimp_friction))
-        imp = impedance(solimp, self.distance, self.distance)
-        R = regulariser(imp, cat(soft.dof_invweight0, soft.tendon_invweight0))
-        aref = reference_acceleration(solref, solimp, imp, 0.0, 0.0, velocity_now[:, 2], stiff=False)
-        zeros = jnp.zeros_like(aref)
-        return jnp.stack([R, R, R], -1), jnp.stack([zeros, zeros, aref], -1)
+        return normal_soft_rows(
+            cat(soft.dof_solref, soft.tendon_solref_friction),
+            cat(soft.dof_solimp, soft.tendon_solimp_friction), self.distance, self.distance,
+            cat(soft.dof_invweight0, soft.tendon_invweight0), velocity_now[:, 2], dt,
+            soft.refsafe, stiff=False)
 
 
 def friction_rows(model: Model, smooth) -> FrictionRows:

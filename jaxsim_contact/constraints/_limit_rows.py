@@ -20,8 +20,7 @@ import numpy as np
 from .._model import Model, Options
 from .._types import JointType
 from ._rows import NormalRowBlock, RowKind
-from ._soft import (clamp_solimp, clamp_solref, impedance, is_mujoco, reference_acceleration,
-                    regulariser, require_soft)
+from ._soft import is_mujoco, normal_soft_rows, require_soft
 
 __all__ = ["LimitBlock", "LimitRows", "limit_rows", "limits_in_reach", "limited_joints", "limit_distances"]
 
@@ -87,14 +86,11 @@ class LimitRows(LimitBlock):
         soft = require_soft(model)
         dtype = self.distance.dtype
         joints = np.asarray(limited_joints(model), dtype=np.int64)
-        solref = clamp_solref(soft.joint_solref.astype(dtype)[joints], dt, soft.refsafe)
-        solimp = clamp_solimp(soft.joint_solimp.astype(dtype)[joints])
-        margin = soft.joint_margin.astype(dtype)[joints]
-        imp = impedance(solimp, self.distance, margin)
-        R = regulariser(imp, soft.dof_invweight0.astype(dtype)[np.asarray(self.dof, np.int64)])
-        aref = reference_acceleration(solref, solimp, imp, self.distance, margin, velocity_now[:, 2])
-        zeros = jnp.zeros_like(aref)
-        return jnp.stack([R, R, R], -1), jnp.stack([zeros, zeros, aref], -1)
+        return normal_soft_rows(
+            soft.joint_solref.astype(dtype)[joints], soft.joint_solimp.astype(dtype)[joints],
+            self.distance, soft.joint_margin.astype(dtype)[joints],
+            soft.dof_invweight0.astype(dtype)[np.asarray(self.dof, np.int64)],
+            velocity_now[:, 2], dt, soft.refsafe)
 
     def factor_and_velocity_rows(self, model, smooth, velocity):
         dof = np.asarray(self.dof, dtype=np.int64)

@@ -37,7 +37,7 @@ from .._model import ConstraintModel, Model
 
 __all__ = ["MIN_VALUE", "MIN_IMPEDANCE", "MAX_IMPEDANCE", "is_mujoco", "require_soft",
            "clamp_solimp", "clamp_solref", "impedance", "stiffness_damping", "regulariser",
-           "reference_acceleration"]
+           "reference_acceleration", "normal_soft_rows"]
 
 #: MuJoCo's ``mjMINVAL``, ``mjMINIMP``, ``mjMAXIMP``
 MIN_VALUE = 1e-15
@@ -130,3 +130,18 @@ def reference_acceleration(solref, solimp, imp, pos, margin, velocity, stiff: bo
     if stiff:
         aref = aref - stiffness * imp * (pos - margin)
     return aref
+
+
+def normal_soft_rows(solref, solimp, distance, margin, diag, velocity, dt, refsafe: bool,
+                     stiff: bool = True):
+    """``(R (m, 3), a_ref (m, 3))`` of slots with one constraint row, their normal row (limits,
+    frictionloss): raw ``solref`` ``(m, 2)`` / ``solimp`` ``(m, 5)`` (clamped here), row position
+    ``distance`` and ``margin`` ``(m,)``, ``A_ii`` ``diag`` ``(m,)``, row velocity ``velocity``
+    ``(m,)``; the empty tangent rows get the same ``R`` and zero ``a_ref``."""
+    solref = clamp_solref(solref, dt, refsafe)
+    solimp = clamp_solimp(solimp)
+    imp = impedance(solimp, distance, margin)
+    R = regulariser(imp, diag)
+    aref = reference_acceleration(solref, solimp, imp, distance, margin, velocity, stiff=stiff)
+    zeros = jnp.zeros_like(aref)
+    return jnp.stack([R, R, R], -1), jnp.stack([zeros, zeros, aref], -1)

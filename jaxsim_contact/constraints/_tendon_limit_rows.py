@@ -17,8 +17,7 @@ import numpy as np
 
 from .._model import Model
 from ._limit_rows import LimitBlock
-from ._soft import (clamp_solimp, clamp_solref, impedance, is_mujoco, reference_acceleration,
-                    regulariser, require_soft)
+from ._soft import is_mujoco, normal_soft_rows, require_soft
 
 __all__ = ["TendonLimitRows", "limited_tendons", "tendon_limit_rows", "tendon_limits_in_reach"]
 
@@ -46,14 +45,10 @@ class TendonLimitRows(LimitBlock):
         soft = require_soft(model)
         dtype = self.distance.dtype
         index = np.asarray(limited_tendons(model), dtype=np.int64)
-        solref = clamp_solref(soft.tendon_solref_limit.astype(dtype)[index], dt, soft.refsafe)
-        solimp = clamp_solimp(soft.tendon_solimp_limit.astype(dtype)[index])
-        margin = soft.tendon_margin.astype(dtype)[index]
-        imp = impedance(solimp, self.distance, margin)
-        R = regulariser(imp, soft.tendon_invweight0.astype(dtype)[index])
-        aref = reference_acceleration(solref, solimp, imp, self.distance, margin, velocity_now[:, 2])
-        zeros = jnp.zeros_like(aref)
-        return jnp.stack([R, R, R], -1), jnp.stack([zeros, zeros, aref], -1)
+        return normal_soft_rows(
+            soft.tendon_solref_limit.astype(dtype)[index], soft.tendon_solimp_limit.astype(dtype)[index],
+            self.distance, soft.tendon_margin.astype(dtype)[index],
+            soft.tendon_invweight0.astype(dtype)[index], velocity_now[:, 2], dt, soft.refsafe)
 
 
 def _window(model: Model, smooth, v, dt, margin, tendons):
