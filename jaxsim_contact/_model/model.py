@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from .._types import GeomType
 from .elements import ActuatorStates, Equalities, Sensors, Tendons
 from .options import Options, numeric_option_names
-from .soft import SoftConstraints
+from .soft import SoftConstraints, missing_soft_parameters
 from .tree import KinematicTree
 
 
@@ -282,10 +282,7 @@ class Model(eqx.Module):
         }
         opts = dataclasses.replace(self.options, **converted)
         if opts.constraint_model == "mujoco" and self.soft is None:
-            raise ValueError(
-                "Options.constraint_model='mujoco' needs MuJoCo's solref / solimp / invweight0 of "
-                "the model (Model.soft), which only a model loaded from MJCF or URDF has "
-                f"(source {self.source!r}); use jc.load / jc.io.from_mjmodel, or the hard model")
+            raise missing_soft_parameters(self.source)
         return eqx.tree_at(lambda m: m.options, self, opts)
 
     def astype(self, dtype) -> "Model":

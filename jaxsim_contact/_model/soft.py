@@ -15,7 +15,7 @@ import jax
 
 from .._types import Choice
 
-__all__ = ["ConstraintModel", "FrictionCone", "SoftConstraints"]
+__all__ = ["ConstraintModel", "FrictionCone", "SoftConstraints", "missing_soft_parameters"]
 
 
 class ConstraintModel(Choice):
@@ -108,3 +108,12 @@ class SoftConstraints(eqx.Module):
     pair_condim: tuple[int, ...] = eqx.field(static=True)
     cone: FrictionCone = eqx.field(static=True, default=FrictionCone.PYRAMIDAL)
     refsafe: bool = eqx.field(static=True, default=True)
+
+
+def missing_soft_parameters(source: str) -> ValueError:
+    """The error of the MuJoCo-compatible model asked of a model without
+    :class:`SoftConstraints` (``source``: the model's file)."""
+    return ValueError(
+        "Options.constraint_model='mujoco' needs MuJoCo's solref / solimp / invweight0 of the "
+        "model (Model.soft), which only a model loaded from MJCF or URDF has "
+        f"(source {source!r}); use jc.load / jc.io.from_mjmodel, or the hard model")

@@ -17,13 +17,12 @@ import jax.numpy as jnp
 from ..collision._manifold import tangent_frame
 from ..collision._narrowphase import any_pair_near, far_candidates, max_candidates, narrow_phase
 from ..collision._pairs import collision_structure
-from .._model import Model, Options
+from .._model import FrictionCone, Model, Options
 from ._jacobian import contact_jacobians
 from ._rows import RowBlock, RowKind
-from ._soft import impedance, is_mujoco, reference_acceleration, regulariser
+from ._soft import MIN_VALUE, impedance, is_mujoco, reference_acceleration, regulariser
 from ._soft_contacts import (EDGES, ContactSoftParameters, contact_soft_parameters, pair_condim,
                              pair_margins, pyramid_rows, tangent_hints, mujoco_frame)
-from .._model import FrictionCone
 
 __all__ = ["ContactRows", "contact_rows", "contacts_in_reach", "contact_slots", "contact_budget",
            "default_contact_budget"]
@@ -90,7 +89,7 @@ class ContactRows(RowBlock):
         p = self.soft
         imp = impedance(p.solimp, self.distance, p.margin)
         normal = regulariser(imp, p.translation_weight)
-        tangent = normal / jnp.maximum(model.soft.impratio.astype(normal.dtype), 1e-15)
+        tangent = normal / jnp.maximum(model.soft.impratio.astype(normal.dtype), MIN_VALUE)
         friction_ref = jnp.where(jnp.any(p.solreffriction != 0, axis=-1, keepdims=True),
                                  p.solreffriction, p.solref)
         aref_normal = reference_acceleration(p.solref, p.solimp, imp, self.distance, p.margin,

@@ -33,7 +33,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .._model import ConstraintModel, Model
+from .._model import ConstraintModel, Model, missing_soft_parameters
 
 __all__ = ["MIN_VALUE", "MIN_IMPEDANCE", "MAX_IMPEDANCE", "is_mujoco", "require_soft",
            "clamp_solimp", "clamp_solref", "impedance", "stiffness_damping", "regulariser",
@@ -56,10 +56,7 @@ def require_soft(model: Model):
     """The model's :class:`~jaxsim_contact._model.SoftConstraints`; ``ValueError`` when it has
     none (a model not loaded from MuJoCo cannot use the MuJoCo-compatible mode)."""
     if model.soft is None:
-        raise ValueError(
-            "Options.constraint_model='mujoco' needs MuJoCo's solref / solimp / invweight0 of "
-            "the model (Model.soft), which only a model loaded from MJCF or URDF has "
-            f"(source {model.source!r}); use jc.load / jc.io.from_mjmodel, or the hard model")
+        raise missing_soft_parameters(model.source)
     return model.soft
 
 

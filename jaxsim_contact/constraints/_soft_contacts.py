@@ -97,8 +97,8 @@ def pair_condim(model: Model) -> np.ndarray:
 
 
 def _mixed(model: Model, dtype):
-    """Per candidate pair ``(P, ...)``: mixed ``solref``, ``solimp``, friction, margin
-    (module docstring), before the explicit pairs."""
+    """Per candidate pair ``(P, ...)``: mixed ``solref``, ``solimp`` and friction (module
+    docstring), before the explicit pairs."""
     soft = model.soft
     geoms = collision_structure(model).pair_geoms
     a, b = geoms[:, 0], geoms[:, 1]
@@ -117,9 +117,7 @@ def _mixed(model: Model, dtype):
     pick = lambda x_a, x_b, mixed: jnp.where(  # noqa: E731
         (winner == 1).reshape((-1,) + (1,) * (mixed.ndim - 1)), x_a,
         jnp.where((winner == 2).reshape((-1,) + (1,) * (mixed.ndim - 1)), x_b, mixed))
-    margin = model.geom_margin.astype(dtype)[a] + model.geom_margin.astype(dtype)[b]
-    return (pick(ref_a, ref_b, solref), pick(imp_a, imp_b, solimp),
-            pick(fri_a, fri_b, friction), margin)
+    return pick(ref_a, ref_b, solref), pick(imp_a, imp_b, solimp), pick(fri_a, fri_b, friction)
 
 
 def contact_soft_parameters(model: Model, key: jax.Array, body_a, body_b, dt) -> ContactSoftParameters:
@@ -130,7 +128,7 @@ def contact_soft_parameters(model: Model, key: jax.Array, body_a, body_b, dt) ->
     dtype = dt.dtype
     num_pairs = collision_structure(model).num_pairs
     _, condim, explicit = _tables(model)
-    solref, solimp, friction, margin = _mixed(model, dtype)
+    solref, solimp, friction = _mixed(model, dtype)
     solreffriction = jnp.zeros_like(solref)
     has = explicit >= 0
     if has.any():
@@ -139,14 +137,13 @@ def contact_soft_parameters(model: Model, key: jax.Array, body_a, body_b, dt) ->
         solreffriction = solreffriction.at[rows].set(soft.pair_solreffriction.astype(dtype)[index])
         solimp = solimp.at[rows].set(soft.pair_solimp.astype(dtype)[index])
         friction = friction.at[rows].set(soft.pair_friction.astype(dtype)[index, 0])
-        margin = margin.at[rows].set(soft.pair_margin.astype(dtype)[index])
     pair = jnp.clip(key // KEY_STRIDE, 0, num_pairs - 1)
     weight = soft.body_invweight0.astype(dtype)[:, 0]
     return ContactSoftParameters(
         solref=clamp_solref(solref[pair], dt, soft.refsafe),
         solreffriction=clamp_solref(solreffriction[pair], dt, soft.refsafe, zero_default=True),
         solimp=clamp_solimp(solimp[pair]), friction=jnp.maximum(MIN_FRICTION, friction[pair]),
-        margin=margin[pair], condim=jnp.asarray(condim, jnp.int32)[pair],
+        margin=_pair_margin_table(model, dtype)[pair], condim=jnp.asarray(condim, jnp.int32)[pair],
         translation_weight=weight[body_a] + weight[body_b])
 
 
@@ -180,16 +177,22 @@ def tangent_hints(model: Model, key, kinematics) -> jax.Array:
     return jnp.where(jnp.asarray(plane_capsule)[pair][:, None], hint, 0.0)
 
 
-def pair_margins(model: Model, key: jax.Array, dtype) -> jax.Array:
-    """``(N,)`` MuJoCo margin (m) of the candidate pairs of contact keys ``key``: the sum of the
-    two geoms' margins, or an explicit ``<pair>``'s own."""
+def _pair_margin_table(model: Model, dtype) -> jax.Array:
+    """``(P,)`` MuJoCo margin (m) of every candidate pair: the sum of the two geoms' margins, or
+    an explicit ``<pair>``'s own."""
     _, _, explicit = _tables(model)
     geoms = collision_structure(model).pair_geoms
     margin = model.geom_margin.astype(dtype)[geoms[:, 0]] + model.geom_margin.astype(dtype)[geoms[:, 1]]
     has = explicit >= 0
     if has.any():
         margin = margin.at[np.flatnonzero(has)].set(model.soft.pair_margin.astype(dtype)[explicit[has]])
-    return margin[jnp.clip(key // KEY_STRIDE, 0, len(geoms) - 1)]
+    return margin
+
+
+def pair_margins(model: Model, key: jax.Array, dtype) -> jax.Array:
+    """``(N,)`` MuJoCo margin (m) of the candidate pairs of contact keys ``key``."""
+    num_pairs = collision_structure(model).num_pairs
+    return _pair_margin_table(model, dtype)[jnp.clip(key // KEY_STRIDE, 0, num_pairs - 1)]
 
 
 #: per edge ``e``: the coefficients of ``(J_t1, J_t2)`` in units of ``μ`` (edge rows

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..constraints._equality_rows import equality_errors, slot_equality
 from .._model import ConstraintModel, EqualityKind, Model
@@ -25,7 +26,35 @@ from ._integration import integrate_positions
 from ._kinematics import forward_kinematics, motion_axes
 from ._tendons import tendon_kinematics
 
-__all__ = ["project_equalities"]
+__all__ = ["project_equalities", "equalities_at", "equality_velocity_bias"]
+
+
+def equalities_at(model: Model, q: jax.Array):
+    """``(error (m, 3), jacobian (m, 3, nv))`` of the equality slots at ``q``, with the kinematics
+    of ``q`` computed here (:func:`~jaxsim_contact.constraints._equality_rows.equality_errors`)."""
+    kin = forward_kinematics(model, q)
+    axes = motion_axes(model, kin)
+    # only tendon couplings read tendon lengths: no tendon path otherwise
+    tendon = (tendon_kinematics(model, q, kin, axes)
+              if EqualityKind.TENDON in model.equalities.kind else None)
+    return equality_errors(model, q, kin, axes, tendon)
+
+
+def equality_velocity_bias(model: Model, q: jax.Array, v: jax.Array) -> jax.Array | None:
+    """``J̇ v`` ``(m, 3)`` of the connect and weld equality slots at ``(q, v)`` (zero rows for the
+    other kinds), the derivative of ``J(q(t)) v`` along ``q(t) = q ⊕ v t`` — MuJoCo's
+    ``mj_Jdotv``, which its soft model subtracts from those rows' reference acceleration;
+    ``None`` unless the MuJoCo-compatible model has such constraints."""
+    kinds = model.equalities.kind
+    moving = (EqualityKind.CONNECT, EqualityKind.WELD)
+    if (model.options.constraint_model is not ConstraintModel.MUJOCO
+            or not any(k in moving for k in kinds)):
+        return None
+    zero = jnp.zeros((), q.dtype)
+    _, q_rate = jax.jvp(lambda t: integrate_positions(model, q, v, t), (zero,), (jnp.ones_like(zero),))
+    _, bias = jax.jvp(lambda position: equalities_at(model, position)[1] @ v, (q,), (q_rate,))
+    mask = np.asarray([kinds[e] in moving for e in slot_equality(model)])
+    return jnp.where(jnp.asarray(mask)[:, None], bias, 0.0)
 
 
 def project_equalities(model: Model, q: jax.Array, cholesky_inverse: jax.Array):
@@ -38,12 +67,7 @@ def project_equalities(model: Model, q: jax.Array, cholesky_inverse: jax.Array):
     if (model.neq == 0 or not model.options.project_equalities
             or model.options.constraint_model is ConstraintModel.MUJOCO):  # MuJoCo: soft rows only
         return q, jnp.zeros((), bool)
-    kin = forward_kinematics(model, q)
-    axes = motion_axes(model, kin)
-    # only tendon couplings read tendon lengths: no tendon path at q⁺ otherwise
-    tendon = (tendon_kinematics(model, q, kin, axes)
-              if EqualityKind.TENDON in model.equalities.kind else None)
-    error, jacobian = equality_errors(model, q, kin, axes, tendon)
+    error, jacobian = equalities_at(model, q)
     active = model.equalities.is_active()[slot_equality(model)]
     error = jnp.where(active[:, None], error, 0.0).reshape(-1)
     jacobian = jnp.where(active[:, None, None], jacobian, 0.0).reshape(error.shape[0], model.nv)

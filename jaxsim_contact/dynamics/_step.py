@@ -30,16 +30,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..constraints import contact_stage, initial_contact_data
-from ..constraints._equality_rows import equality_errors, slot_equality
 from .._linalg import grouped_cholesky
-from .._model import ConstraintModel, EqualityKind, ErrorFlag, Integrator, Model, State, error_bit
+from .._model import ConstraintModel, ErrorFlag, Integrator, Model, State, error_bit
 from ._actuation import activation_rate, clamp_controls, next_activation
 from ._integration import integrate_positions
 from ._integrators import (integrator_matrix, integrator_matrix_is_symmetric, rk4_velocities,
                           smooth_terms, velocity_matrix_groups)
-from ._kinematics import Kinematics, forward_kinematics, motion_axes
-from ._projection import project_equalities
-from ._tendons import TendonKinematics, tendon_kinematics
+from ._kinematics import Kinematics
+from ._projection import equality_velocity_bias, project_equalities
+from ._tendons import TendonKinematics
 from .._precision import full_precision_matmuls
 
 __all__ = ["init", "step", "rollout", "smooth_dynamics", "SmoothDynamics"]
@@ -136,7 +135,7 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
             and not (integrator == Integrator.EULER and not model.options.euler_damping)):
         mass_chol, mass_chol_inv = grouped_cholesky(mass, groups)
         mass_factor = (mass_chol, mass_chol_inv, v + dt * (mass_chol_inv.T @ (mass_chol_inv @ force)))
-    equality_bias = _equality_velocity_bias(model, q, v)
+    equality_bias = equality_velocity_bias(model, q, v)
     position_velocity = None
     if integrator == Integrator.RK4:  # H = M: the acceleration is RK4's stage 0
         free_velocity, position_velocity, act_rate = rk4_velocities(
@@ -146,29 +145,6 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
                           motion_axes=axes, tendon=tendon, position_velocity=position_velocity,
                           activation_rate=act_rate, mass_factor=mass_factor,
                           equality_velocity_bias=equality_bias)
-
-
-def _equality_velocity_bias(model: Model, q: jax.Array, v: jax.Array) -> jax.Array | None:
-    """``J̇ v`` ``(m, 3)`` of the connect and weld equality slots at ``(q, v)`` (zero rows for the
-    other kinds), the derivative of ``J(q(t)) v`` along ``q(t) = q ⊕ v t``; ``None`` unless the
-    MuJoCo-compatible model has such constraints (``SmoothDynamics.equality_velocity_bias``)."""
-    kinds = model.equalities.kind
-    if (model.options.constraint_model is not ConstraintModel.MUJOCO
-            or not any(k in (EqualityKind.CONNECT, EqualityKind.WELD) for k in kinds)):
-        return None
-
-    def rows_times_velocity(position):
-        kin = forward_kinematics(model, position)
-        axes = motion_axes(model, kin)
-        tendon = tendon_kinematics(model, position, kin, axes)
-        return equality_errors(model, position, kin, axes, tendon)[1] @ v
-
-    zero = jnp.zeros((), q.dtype)
-    _, q_rate = jax.jvp(lambda t: integrate_positions(model, q, v, t), (zero,), (jnp.ones_like(zero),))
-    _, bias = jax.jvp(rows_times_velocity, (q,), (q_rate,))
-    mask = np.asarray([kinds[e] in (EqualityKind.CONNECT, EqualityKind.WELD)
-                       for e in slot_equality(model)])
-    return jnp.where(jnp.asarray(mask)[:, None], bias, 0.0)
 
 
 def _activations(model: Model, state: State) -> jax.Array | None:
