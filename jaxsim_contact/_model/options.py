@@ -240,11 +240,6 @@ class Options(eqx.Module):
         return self.gradient_smoothing if self.gradient == "smoothed" else self.gradient
 
     def __check_init__(self):
-        if self.constraint_model == ConstraintModel.MUJOCO and self.integrator in (
-                Integrator.RK4, Integrator.IMPLICIT):
-            raise ValueError(
-                f"Options.constraint_model='mujoco' does not support integrator="
-                f"{self.integrator.value!r} yet (euler and implicitfast are)")
         if not isinstance(self.solver, ContactSolver):
             raise TypeError(
                 "Options.solver must be a contact solver module (e.g. jc.contact.ADMM('ncp')), "

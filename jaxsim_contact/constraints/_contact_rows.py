@@ -21,8 +21,8 @@ from .._model import FrictionCone, Model, Options
 from ._jacobian import contact_jacobians
 from ._rows import RowBlock, RowKind
 from ._soft import MIN_VALUE, impedance, is_mujoco, reference_acceleration, regulariser
-from ._soft_contacts import (EDGES, ContactSoftParameters, contact_soft_parameters, pair_condim,
-                             pair_margins, pyramid_rows, tangent_hints, mujoco_frame)
+from ._soft_contacts import (ContactSoftParameters, contact_soft_parameters, edges_per_contact,
+                             pair_condim, pair_margins, pyramid_rows, tangent_hints, mujoco_frame)
 
 __all__ = ["ContactRows", "contact_rows", "contacts_in_reach", "contact_slots", "contact_budget",
            "default_contact_budget"]
@@ -53,8 +53,8 @@ def _pyramidal(model: Model) -> bool:
 
 def contact_slots(model: Model) -> int:
     """Static number of contact slots of the row space: one per contact, or
-    :data:`~._soft_contacts.EDGES` per contact for MuJoCo's pyramidal cone."""
-    return contact_budget(model) * (EDGES if _pyramidal(model) else 1)
+    :func:`~._soft_contacts.edges_per_contact` per contact for MuJoCo's pyramidal cone."""
+    return contact_budget(model) * (edges_per_contact(model) if _pyramidal(model) else 1)
 
 
 class ContactRows(RowBlock):
@@ -157,11 +157,11 @@ def contact_rows(model: Model, kinematics, margin: jax.Array, all_far: bool = Fa
 def _mujoco_contacts(model: Model, kinematics, rows: ContactRows, normal):
     """The contact slots of the MuJoCo-compatible model: MuJoCo's parameters and frame, and the
     pyramid's edge slots for a pyramidal cone (:mod:`._soft_contacts`)."""
-    pair_condim(model)  # refuses condim 4 / 6 by name
+    pair_condim(model)  # refuses what the elliptic cone cannot take, by name
     dt = model.options.dt.astype(rows.distance.dtype)
     params = contact_soft_parameters(model, rows.key, rows.body_a, rows.body_b, dt)
     frame = mujoco_frame(normal, tangent_hints(model, rows.key, kinematics))
-    friction = jnp.where(params.condim > 1, params.friction, 0.0)
+    friction = jnp.where(params.condim > 1, params.friction[:, 0], 0.0)
     rows = eqx.tree_at(lambda r: (r.frame, r.friction, r.soft), rows, (frame, friction, params),
                        is_leaf=lambda x: x is None)
-    return pyramid_rows(rows) if _pyramidal(model) else rows
+    return pyramid_rows(model, rows) if _pyramidal(model) else rows

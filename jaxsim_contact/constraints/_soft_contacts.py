@@ -10,13 +10,20 @@ per-pair parameters, MuJoCo's contact frame, and the pyramidal cone's edge rows.
 * Frame (``mju_makeFrame``): ``x`` = the normal, ``y`` = the collider's tangent hint (the capsule
   axis for plane–capsule pairs) or else world ``y`` (world ``z`` when ``|n_y| ≥ ½``)
   orthogonalised, ``z = x × y``. The pyramid's edges depend on it; the elliptic cone does not.
-* Pyramid (``mj_instantiateContact``): ``2(condim − 1)`` unilateral rows ``J_n ± μ_j J_{t_j}``
-  with the contact's distance; a ``condim = 1`` contact keeps one frictionless row ``J_n``.
-  Reported per edge slot as the edge's force in the contact frame, ``p (±μ, 0, 1)`` or
-  ``p (0, ±μ, 1)`` (``ContactData``: sums of slots give the contact's force and normal force).
+* Friction (``mj_contactParam``, ``mj_assignFriction``): five coefficients per contact, MuJoCo's
+  ``contact.friction`` — sliding along ``t1``, ``t2``, torsional about ``n``, rolling about
+  ``t1``, ``t2`` — from the geoms' ``(sliding, torsional, rolling)`` as ``(s, s, τ, ρ, ρ)``, or a
+  ``<pair>``'s own five; each at least ``1e-5`` (``mjMINMU``).
+* Pyramid (``mj_instantiateContact``): ``2(condim − 1)`` unilateral rows ``J_n ± μ_j J_j`` with
+  the contact's distance, ``J_j`` the frame's rows of the relative linear velocity (``t1``,
+  ``t2``) and, for ``condim`` 4 and 6, of the relative angular velocity (``n``: torsion; ``t1``,
+  ``t2``: rolling); a ``condim = 1`` contact keeps one frictionless row ``J_n``. Reported per edge
+  slot as the edge's force in the contact frame, ``p (±μ, 0, 1)`` or ``p (0, ±μ, 1)``, and ``p (0,
+  0, 1)`` for a torsional or rolling edge (its torque ``±μ p`` is not in ``ContactData.force``);
+  sums of slots give the contact's force and normal force.
 
-Contacts with ``condim`` 4 or 6 (torsional, rolling friction) are refused by name (the elliptic
-cone here has one friction coefficient; the pyramid's rotational edges are not built).
+The elliptic cone here has one sliding coefficient and three rows: contacts with ``condim`` 4 or 6
+under it, or a ``<pair>`` with two different sliding coefficients, are refused by name.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._math import cross, quat_rotate, safe_normalize
-from .._model import Model
+from .._model import FrictionCone, Model
 from .._types import GeomType
 from ..collision._geoms import geom_world_frames
 from ..collision._narrowphase import KEY_STRIDE
@@ -40,18 +47,17 @@ from ._soft import (MIN_VALUE, clamp_solimp, clamp_solref, impedance, reference_
                     regulariser, require_soft)
 
 __all__ = ["ContactSoftParameters", "contact_soft_parameters", "pair_condim", "mujoco_frame",
-           "PyramidRows", "pyramid_rows", "EDGES"]
+           "PyramidRows", "pyramid_rows", "edges_per_contact"]
 
-#: pyramid edge slots per contact (condim ≤ 3): ``+t1, −t1, +t2, −t2``
-EDGES = 4
 #: MuJoCo's ``mjMINMU``
 MIN_FRICTION = 1e-5
 
 
 class ContactSoftParameters(eqx.Module):
     """Per contact slot ``(m, ...)``: ``solref``, ``solreffriction`` (zero: none), ``solimp``
-    (clamped), ``friction`` (sliding, ``≥ 1e-5``), ``margin`` (m), ``condim`` (int32),
-    ``translation_weight`` (``invweight0`` of the two bodies, 1/kg)."""
+    (clamped), ``friction`` ``(m, 5)`` (MuJoCo's five coefficients, module docstring, each ``≥
+    1e-5``), ``margin`` (m), ``condim`` (int32), ``translation_weight`` (``invweight0`` of the two
+    bodies, 1/kg)."""
 
     solref: jax.Array
     solreffriction: jax.Array
@@ -83,17 +89,39 @@ def _tables(model: Model):
 
 def pair_condim(model: Model) -> np.ndarray:
     """Static ``(num_pairs,)`` ``condim`` of every candidate pair (MuJoCo's rule, module
-    docstring); raises ``NotImplementedError`` naming the geoms of a pair with ``condim`` 4 or 6."""
-    _, condim, _ = _tables(model)
+    docstring). Under the elliptic cone, raises ``NotImplementedError`` naming the geoms of a pair
+    with ``condim`` 4 or 6, or of a ``<pair>`` with two sliding coefficients."""
+    _, condim, explicit = _tables(model)
+    if model.soft.cone is FrictionCone.PYRAMIDAL:
+        return condim
+    geoms = collision_structure(model).pair_geoms
+    names = lambda k: [model.geom_names[int(g)] or f"#{int(g)}" for g in geoms[k]]  # noqa: E731
     bad = np.flatnonzero(condim > 3)
     if bad.size:
-        geoms = collision_structure(model).pair_geoms[bad[0]]
-        names = [model.geom_names[int(g)] or f"#{int(g)}" for g in geoms]
+        a, b = names(bad[0])
         raise NotImplementedError(
-            f"{model.source}: geoms {names[0]!r} and {names[1]!r} have condim "
-            f"{int(condim[bad[0]])} (torsional / rolling friction), which the MuJoCo-compatible "
-            "constraint model does not support yet (condim 1 and 3 are)")
+            f"{model.source}: geoms {a!r} and {b!r} have condim {int(condim[bad[0]])} (torsional "
+            "/ rolling friction), which the MuJoCo-compatible constraint model supports under "
+            "the pyramidal cone only (<option cone=\"pyramidal\">); the elliptic cone takes "
+            "condim 1 and 3")
+    if isinstance(model.soft.pair_friction, jax.core.Tracer):  # checked at load, when concrete
+        return condim
+    sliding = np.asarray(model.soft.pair_friction)[:, :2]
+    anisotropic = [k for k in np.flatnonzero(explicit >= 0) if sliding[explicit[k], 0] != sliding[explicit[k], 1]]
+    if anisotropic:
+        a, b = names(anisotropic[0])
+        raise NotImplementedError(
+            f"{model.source}: the <pair> of geoms {a!r} and {b!r} has two sliding friction "
+            f"coefficients {sliding[explicit[anisotropic[0]]].tolist()}, which the "
+            "MuJoCo-compatible elliptic cone does not support (the pyramidal cone does)")
     return condim
+
+
+def edges_per_contact(model: Model) -> int:
+    """Static pyramid edge slots per contact: ``2 (condim − 1)`` for the model's largest
+    ``condim``, at least 4 (``+t1, −t1, +t2, −t2``; a ``condim = 1`` contact uses the first)."""
+    condim = pair_condim(model)
+    return max(4, 2 * (int(condim.max(initial=1)) - 1))
 
 
 def _mixed(model: Model, dtype):
@@ -112,7 +140,9 @@ def _mixed(model: Model, dtype):
     solref = jnp.where(standard, mix * ref_a + (1 - mix) * ref_b, jnp.minimum(ref_a, ref_b))
     imp_a, imp_b = soft.geom_solimp.astype(dtype)[a], soft.geom_solimp.astype(dtype)[b]
     solimp = mix * imp_a + (1 - mix) * imp_b
-    fri_a, fri_b = soft.geom_friction.astype(dtype)[a, 0], soft.geom_friction.astype(dtype)[b, 0]
+    # (sliding, torsional, rolling) of each geom as MuJoCo's five: (s, s, τ, ρ, ρ)
+    five = soft.geom_friction.astype(dtype)[:, jnp.array([0, 0, 1, 2, 2])]
+    fri_a, fri_b = five[a], five[b]
     friction = jnp.maximum(fri_a, fri_b)
     pick = lambda x_a, x_b, mixed: jnp.where(  # noqa: E731
         (winner == 1).reshape((-1,) + (1,) * (mixed.ndim - 1)), x_a,
@@ -136,7 +166,7 @@ def contact_soft_parameters(model: Model, key: jax.Array, body_a, body_b, dt) ->
         solref = solref.at[rows].set(soft.pair_solref.astype(dtype)[index])
         solreffriction = solreffriction.at[rows].set(soft.pair_solreffriction.astype(dtype)[index])
         solimp = solimp.at[rows].set(soft.pair_solimp.astype(dtype)[index])
-        friction = friction.at[rows].set(soft.pair_friction.astype(dtype)[index, 0])
+        friction = friction.at[rows].set(soft.pair_friction.astype(dtype)[index])
     pair = jnp.clip(key // KEY_STRIDE, 0, num_pairs - 1)
     weight = soft.body_invweight0.astype(dtype)[:, 0]
     return ContactSoftParameters(
@@ -195,16 +225,20 @@ def pair_margins(model: Model, key: jax.Array, dtype) -> jax.Array:
     return _pair_margin_table(model, dtype)[jnp.clip(key // KEY_STRIDE, 0, num_pairs - 1)]
 
 
-#: per edge ``e``: the coefficients of ``(J_t1, J_t2)`` in units of ``μ`` (edge rows
-#: ``J_n + μ (c₁ J_t1 + c₂ J_t2)``), MuJoCo's edge order
-_EDGE_DIRECTIONS = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+#: per edge ``e``: the sign ``±1`` and the friction direction ``j`` (0, 1: sliding along t1, t2;
+#: 2: torsion; 3, 4: rolling) of edge row ``J_n ± μ_j J_j``, MuJoCo's edge order
+def _edge_directions(edges: int) -> np.ndarray:
+    """``(edges, 5)``: row ``e`` is ``±1`` at its direction ``j = e // 2`` (``+`` for even ``e``)."""
+    table = np.zeros((edges, 5))
+    table[np.arange(edges), np.arange(edges) // 2] = np.where(np.arange(edges) % 2 == 0, 1.0, -1.0)
+    return table
 
 
 class PyramidRows(NormalRowBlock):
-    """MuJoCo's pyramidal contacts: :data:`EDGES` unilateral slots per contact (module
-    docstring), consecutive. ``frame`` holds each contact's frame (MuJoCo's), ``edge`` ``(4m,
-    2)`` the tangent coefficients ``μ (c₁, c₂)`` of each edge row; ``body_a``, ``body_b``,
-    ``soft`` repeat the contact's per edge."""
+    """MuJoCo's pyramidal contacts: :func:`edges_per_contact` unilateral slots per contact
+    (module docstring), consecutive. ``frame`` holds each contact's frame (MuJoCo's), ``edge``
+    ``(E m, 5)`` the coefficients ``±μ_j`` of each edge row over the five friction directions;
+    ``body_a``, ``body_b``, ``soft`` repeat the contact's per edge."""
 
     body_a: jax.Array
     body_b: jax.Array
@@ -226,7 +260,7 @@ class PyramidRows(NormalRowBlock):
         μ²)`` and ``μ̄ = μ / √impratio``; a frictionless contact's single row ``R₀(t)``."""
         p = self.soft
         imp = impedance(p.solimp, self.distance, p.margin)
-        mu = p.friction
+        mu = p.friction[:, 0]  # R of every edge follows the first (mj_makeImpedance)
         first = regulariser(imp, p.translation_weight * (1.0 + mu * mu))
         scaled_mu2 = mu * mu / jnp.maximum(model.soft.impratio.astype(mu.dtype), MIN_VALUE)
         R = jnp.where(p.condim > 1, 2.0 * scaled_mu2 * first,
@@ -242,32 +276,51 @@ class PyramidRows(NormalRowBlock):
         return jnp.stack([self.edge[:, 0] * p, self.edge[:, 1] * p, p], axis=-1)
 
     def factor_and_velocity_rows(self, model, smooth, velocity):
-        contacts = self.num_slots // EDGES
-        pick = lambda x: x.reshape((contacts, EDGES) + x.shape[1:])[:, 0]  # noqa: E731
-        active = jnp.any(self.active.reshape(contacts, EDGES), axis=1)
-        jacobian = contact_jacobians(
-            model, smooth.motion_axes, pick(self.body_a), pick(self.body_b),
-            jnp.where(active[:, None], pick(self.point), 0.0),
-            jnp.where(active[:, None, None], pick(self.frame), 0.0))  # (m, 3, nv)
-        edge = self.edge.reshape(contacts, EDGES, 2)
-        rows = (jacobian[:, None, 2] + edge[..., 0:1] * jacobian[:, None, 0]
-                + edge[..., 1:2] * jacobian[:, None, 1]).reshape(self.num_slots, model.nv)
+        edges = edges_per_contact(model)
+        contacts = self.num_slots // edges
+        pick = lambda x: x.reshape((contacts, edges) + x.shape[1:])[:, 0]  # noqa: E731
+        active = jnp.any(self.active.reshape(contacts, edges), axis=1)
+        body_a, body_b = pick(self.body_a), pick(self.body_b)
+        frame = jnp.where(active[:, None, None], pick(self.frame), 0.0)
+        linear = contact_jacobians(model, smooth.motion_axes, body_a, body_b,
+                                   jnp.where(active[:, None], pick(self.point), 0.0), frame)
+        # the five friction directions' rows (m, 5, nv): t1, t2, then the angular n, t1, t2
+        directions = [linear[:, 0], linear[:, 1]]
+        if edges > 4:  # torsional / rolling edges: the relative angular velocity's rows
+            angular = contact_rotation_jacobians(model, smooth.motion_axes, body_a, body_b, frame)
+            directions += [angular[:, 2], angular[:, 0], angular[:, 1]]
+        directions = jnp.stack(directions, axis=1)
+        edge = self.edge.reshape(contacts, edges, 5)[..., :directions.shape[1]]
+        rows = (linear[:, None, 2] + jnp.einsum("cej,cjd->ced", edge, directions)
+                ).reshape(self.num_slots, model.nv)
         rows = jnp.where(self.active[:, None], rows, 0.0)
         return self.normal_rows(rows, smooth, velocity)
 
 
-def pyramid_rows(contacts) -> PyramidRows:
+def contact_rotation_jacobians(model: Model, axes, body_a, body_b, frame) -> jax.Array:
+    """``(m, 3, nv)``: the frame rows ``(t1, t2, n)`` of the relative angular velocity ``ω_b −
+    ω_a`` of contact slots (MuJoCo's rotated ``jacdifr``)."""
+    moves = jnp.asarray(model.tree.dof_moves_body, dtype=axes.dtype)
+    relative = moves[body_b] - moves[body_a]  # (m, nv)
+    return jnp.einsum("crk,dk->crd", frame, axes[:, :3]) * relative[:, None, :]
+
+
+def pyramid_rows(model: Model, contacts) -> PyramidRows:
     """The :class:`PyramidRows` of MuJoCo-compatible contact slots (``ContactRows`` with their
-    ``soft`` parameters, MuJoCo frames and friction, 0 for ``condim = 1``)."""
-    repeat = lambda x: jnp.repeat(x, EDGES, axis=0)  # noqa: E731
+    ``soft`` parameters and MuJoCo frames): edges ``2 (condim − 1)`` of each contact, one for
+    ``condim = 1``."""
+    edges = edges_per_contact(model)
+    repeat = lambda x: jnp.repeat(x, edges, axis=0)  # noqa: E731
     dtype = contacts.distance.dtype
-    frictional = contacts.soft.condim > 1
-    edge = contacts.friction[:, None, None] * jnp.asarray(_EDGE_DIRECTIONS, dtype)[None]
+    condim = contacts.soft.condim
+    edge = contacts.soft.friction[:, None, :] * jnp.asarray(_edge_directions(edges), dtype)[None]
     # a frictionless contact keeps edge 0 alone, as MuJoCo's single frictionless row
-    used = frictional[:, None] | (jnp.arange(EDGES) == 0)[None]
+    index = jnp.arange(edges)[None]
+    used = jnp.where(condim[:, None] > 1, index < 2 * (condim[:, None] - 1), index == 0)
+    edge = jnp.where((condim[:, None] > 1)[..., None], edge, 0.0)
     return PyramidRows(
         distance=repeat(contacts.distance), frame=repeat(contacts.frame),
-        friction=jnp.zeros((contacts.num_slots * EDGES,), dtype), key=repeat(contacts.key),
+        friction=jnp.zeros((contacts.num_slots * edges,), dtype), key=repeat(contacts.key),
         active=(contacts.active[:, None] & used).reshape(-1), point=repeat(contacts.point),
         body_a=repeat(contacts.body_a), body_b=repeat(contacts.body_b),
-        edge=edge.reshape(-1, 2), soft=jax.tree_util.tree_map(repeat, contacts.soft))
+        edge=edge.reshape(-1, 5), soft=jax.tree_util.tree_map(repeat, contacts.soft))

@@ -181,6 +181,9 @@ def _solve(model, state, smooth, dt, blocks, rows):
     generalized_force = rows_smooth.cholesky @ factor_force
     if rows_smooth is smooth:
         v_next = smooth.free_velocity + dt * (smooth.cholesky_inverse.T @ factor_force)
+    elif smooth.velocity_matrix is not None:  # a non-symmetric H: by LU, as mj_implicit
+        v_next = smooth.free_velocity + dt * jnp.linalg.solve(smooth.velocity_matrix,
+                                                              generalized_force)
     else:  # rows posed with M, the velocity moved with the integrator's H
         v_next = smooth.free_velocity + dt * (
             smooth.cholesky_inverse.T @ (smooth.cholesky_inverse @ generalized_force))

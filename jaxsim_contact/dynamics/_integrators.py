@@ -168,7 +168,8 @@ def _tangent_rate(rotation_dofs: np.ndarray, theta: jax.Array, v: jax.Array) -> 
 
 
 def rk4_velocities(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array,
-                   acceleration: jax.Array, dt: jax.Array, act=None, act_rate=None):
+                   acceleration: jax.Array, dt: jax.Array, act=None, act_rate=None,
+                   stage_acceleration=None):
     """MuJoCo's RK4 of the smooth dynamics from ``(q, v)`` (module docstring).
 
     Ball and free-joint rotations advance as Runge–Kutta–Munthe-Kaas on SO(3) (as MuJoCo 4.0.0's
@@ -183,10 +184,14 @@ def rk4_velocities(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array,
       dt: scalar step (s).
       act, act_rate: ``(na,)`` activations and their rate at ``(q, v)`` (``None`` without
         activations); the activations are RK4 states too (MuJoCo's ``X`` holds ``act``).
+      stage_acceleration: ``(q_k, v_k, act_k) -> (a_k (nv,), error bits int32)``, the
+        acceleration of stages 1..3; default the smooth ``M⁻¹ f`` (no error). The
+        MuJoCo-compatible constraint model passes one that re-solves its soft constraints at the
+        stage, as ``mj_RungeKutta`` does (its ``mj_forwardSkip`` per stage).
     Returns:
-      ``(free_velocity, position_velocity, act_rate)``: ``v + h Σ b_k a_k`` and ``v̄ = Σ b_k K_k``
-      ``(nv,)`` (``q`` advances by ``q ⊕ h v̄`` when no constraint acts), and the weighted
-      activation rate ``Σ b_k ȧ_k`` ``(na,)`` (or ``None``).
+      ``(free_velocity, position_velocity, act_rate, error)``: ``v + h Σ b_k a_k`` and ``v̄ = Σ
+      b_k K_k`` ``(nv,)`` (``q`` advances by ``q ⊕ h v̄`` when no constraint acts), the weighted
+      activation rate ``Σ b_k ȧ_k`` ``(na,)`` (or ``None``), and the OR of the stages' error bits.
     """
     weights = jnp.asarray(RK4_WEIGHTS, v.dtype)
     rotation_dofs = _rotation_dofs(model)
@@ -195,30 +200,34 @@ def rk4_velocities(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array,
     act = act if has_act else jnp.zeros((0,), v.dtype)
     act_rate = act_rate if has_act else jnp.zeros((0,), v.dtype)
     clamped_ctrl = clamp_controls(model, ctrl) if has_act else ctrl
+    if stage_acceleration is None:
+        def stage_acceleration(stage_q, stage_v, stage_act):
+            return (_smooth_acceleration(model, stage_q, stage_v, ctrl, stage_act),
+                    jnp.zeros((), jnp.int32))
 
     def stage(carry, inputs):
         (previous_rate, previous_acceleration, previous_act_rate, rate_sum, acceleration_sum,
-         act_rate_sum) = carry
+         act_rate_sum, error) = carry
         fraction, weight = inputs
         theta = fraction * dt * previous_rate
         stage_q = integrate_positions(model, q, theta, jnp.ones((), v.dtype))
         stage_v = v + fraction * dt * previous_acceleration
         stage_act = act + fraction * dt * previous_act_rate
-        stage_a = _smooth_acceleration(model, stage_q, stage_v, ctrl,
-                                       stage_act if has_act else None)
+        stage_a, stage_error = stage_acceleration(stage_q, stage_v, stage_act if has_act else None)
         stage_act_rate = (activation_rate(model, clamped_ctrl, stage_act) if has_act
                           else previous_act_rate)
         stage_rate = _tangent_rate(rotation_dofs, theta, stage_v)
         carry = (stage_rate, stage_a, stage_act_rate, rate_sum + weight * stage_rate,
-                 acceleration_sum + weight * stage_a, act_rate_sum + weight * stage_act_rate)
+                 acceleration_sum + weight * stage_a, act_rate_sum + weight * stage_act_rate,
+                 error | stage_error)
         return carry, None
 
     # one traced copy of the stage for the three stages (compile time), reverse mode through scan
     init = (v, acceleration, act_rate, weights[0] * v, weights[0] * acceleration,
-            weights[0] * act_rate)
+            weights[0] * act_rate, jnp.zeros((), jnp.int32))
     stages = (jnp.asarray(RK4_STAGE_FRACTIONS, v.dtype), weights[1:])
-    (_, _, _, rate_sum, acceleration_sum, act_rate_sum), _ = jax.lax.scan(stage, init, stages)
-    return v + dt * acceleration_sum, rate_sum, (act_rate_sum if has_act else None)
+    (_, _, _, rate_sum, acceleration_sum, act_rate_sum, error), _ = jax.lax.scan(stage, init, stages)
+    return v + dt * acceleration_sum, rate_sum, (act_rate_sum if has_act else None), error
 
 
 def integrator_matrix_is_symmetric(model: Model) -> bool:

@@ -75,6 +75,10 @@ class SmoothDynamics(eqx.Module):
       equality_velocity_bias: MuJoCo-compatible model with connect or weld equalities: ``(m,
         3)`` ``J̇ v`` of the equality slots (zero on joint / tendon couplings), which MuJoCo
         subtracts from their reference acceleration (``mj_Jdotv``); ``None`` otherwise.
+      velocity_matrix: MuJoCo-compatible model whose integrator's ``H`` is not symmetric
+        (``implicit``; ``implicitfast`` with a lone free body): ``(nv, nv)`` ``H`` itself, so the
+        constraint force moves the velocity by ``dt H⁻¹ Jᵀ f`` (LU) as ``mj_implicit`` does,
+        not through the symmetric part the factor holds; ``None`` otherwise.
     """
 
     mass_matrix: jax.Array
@@ -89,6 +93,7 @@ class SmoothDynamics(eqx.Module):
     activation_rate: jax.Array | None = None
     mass_factor: tuple[jax.Array, jax.Array, jax.Array] | None = None
     equality_velocity_bias: jax.Array | None = None
+    velocity_matrix: jax.Array | None = None
 
 
 @full_precision_matmuls
@@ -130,21 +135,32 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
         chol, chol_inv = grouped_cholesky(matrix, groups)
         acceleration = chol_inv.T @ (chol_inv @ force)  # H⁻¹ f = L⁻ᵀ L⁻¹ f
         free_velocity = v + dt * acceleration
-    mass_factor = None
-    if (model.options.constraint_model is ConstraintModel.MUJOCO
-            and not (integrator == Integrator.EULER and not model.options.euler_damping)):
-        mass_chol, mass_chol_inv = grouped_cholesky(mass, groups)
-        mass_factor = (mass_chol, mass_chol_inv, v + dt * (mass_chol_inv.T @ (mass_chol_inv @ force)))
+    soft = model.options.constraint_model is ConstraintModel.MUJOCO
+    mass_factor = velocity_matrix = None
+    if soft and integrator not in (Integrator.EULER, Integrator.RK4):  # H ≠ M
+        mass_factor = _mass_factor(mass, force, v, dt, groups)
+        if not integrator_matrix_is_symmetric(model):
+            velocity_matrix = matrix
+    elif soft and integrator == Integrator.EULER and model.options.euler_damping:
+        mass_factor = _mass_factor(mass, force, v, dt, groups)
     equality_bias = equality_velocity_bias(model, q, v)
     position_velocity = None
-    if integrator == Integrator.RK4:  # H = M: the acceleration is RK4's stage 0
-        free_velocity, position_velocity, act_rate = rk4_velocities(
+    # H = M: the acceleration is RK4's stage 0. (Under the soft model the stages re-solve the
+    # constraints: step() runs them after the contact stage, _soft_runge_kutta.)
+    if integrator == Integrator.RK4 and not soft:
+        free_velocity, position_velocity, act_rate, _ = rk4_velocities(
             model, q, v, ctrl, acceleration, dt, act, act_rate)
     return SmoothDynamics(mass_matrix=mass, cholesky=chol, cholesky_inverse=chol_inv,
                           smooth_force=force, free_velocity=free_velocity, kinematics=kin,
                           motion_axes=axes, tendon=tendon, position_velocity=position_velocity,
                           activation_rate=act_rate, mass_factor=mass_factor,
-                          equality_velocity_bias=equality_bias)
+                          equality_velocity_bias=equality_bias, velocity_matrix=velocity_matrix)
+
+
+def _mass_factor(mass, force, v, dt, groups):
+    """``(L_M, L_M⁻¹, v + dt M⁻¹ f)``: what MuJoCo-compatible rows are posed with."""
+    mass_chol, mass_chol_inv = grouped_cholesky(mass, groups)
+    return mass_chol, mass_chol_inv, v + dt * (mass_chol_inv.T @ (mass_chol_inv @ force))
 
 
 def _activations(model: Model, state: State) -> jax.Array | None:
@@ -220,6 +236,10 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
         smooth = smooth_dynamics(model, guard.state, guard.ctrl)
     with jax.named_scope("contact_stage"):  # collision, constraint rows, solve: v⁺ from v_f
         v_next, contact, contact_error = contact_stage(model, guard.state, smooth, dt)
+    if _soft_rk4(model):  # MuJoCo's RK4 re-solves its soft constraints at every stage
+        with jax.named_scope("runge_kutta_stages"):
+            smooth, v_next, stage_error = _soft_runge_kutta(model, guard, smooth, contact, dt)
+        contact_error = contact_error | stage_error
     q_next = integrate_positions(model, guard.state.q, _position_velocity(smooth, v_next), dt)
     # equalities: their position drift projected out (a bit when they are incompatible)
     q_next, unsatisfied = project_equalities(model, q_next, smooth.cholesky_inverse)
@@ -227,6 +247,44 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
     act_next = state.act if model.na == 0 else next_activation(  # MuJoCo mj_nextActivation
         model, _activations(model, guard.state), smooth.activation_rate, dt)
     return _advance_or_hold(model, state, guard, q_next, v_next, contact, contact_error, act_next)
+
+
+def _soft_rk4(model: Model) -> bool:
+    return (model.options.integrator == Integrator.RK4
+            and model.options.constraint_model is ConstraintModel.MUJOCO)
+
+
+def _soft_runge_kutta(model: Model, guard: "_Guard", smooth: SmoothDynamics, contact, dt):
+    """RK4 under MuJoCo's soft constraint model (``mj_RungeKutta``): every stage's acceleration is
+    a full forward pass — smooth dynamics, collision, rows and the soft solve at the stage's
+    ``(q_k, v_k, act_k)`` — ``a_k = M⁻¹ (f_k + Jᵀ λ_k)``; stage 0's solve is the contact stage
+    the step already ran (``contact``, which also warm-starts the later stages). Soft forces are
+    a function of the state, so the stages integrate them like any smooth force.
+
+    Returns:
+      ``(smooth, v_next, error)``: ``smooth`` with RK4's ``v̄`` and weighted activation rate,
+      ``free_velocity = v_next = v + h Σ b_k a_k``, and the OR of stages 1..3's error bits.
+    """
+    state = guard.state
+    inverse = smooth.cholesky_inverse  # H = M for RK4
+    acceleration = inverse.T @ (inverse @ (smooth.smooth_force + contact.generalized_force))
+
+    def stage_acceleration(stage_q, stage_v, stage_act):
+        stage_state = State(q=stage_q, v=stage_v, time=state.time, error=state.error,
+                            contact=contact, act=stage_act)
+        stage_smooth = smooth_dynamics(model, stage_state, guard.ctrl)
+        _, stage_contact, error = contact_stage(model, stage_state, stage_smooth, dt)
+        stage_inverse = stage_smooth.cholesky_inverse
+        force = stage_smooth.smooth_force + stage_contact.generalized_force
+        return stage_inverse.T @ (stage_inverse @ force), error
+
+    v_next, position_velocity, act_rate, error = rk4_velocities(
+        model, state.q, state.v, guard.ctrl, acceleration, dt, _activations(model, state),
+        smooth.activation_rate, stage_acceleration)
+    smooth = eqx.tree_at(lambda s: (s.free_velocity, s.position_velocity, s.activation_rate),
+                         smooth, (v_next, position_velocity, act_rate),
+                         is_leaf=lambda x: x is None)
+    return smooth, v_next, error
 
 
 def _position_velocity(smooth: SmoothDynamics, v_next: jax.Array) -> jax.Array:

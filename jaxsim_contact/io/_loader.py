@@ -93,8 +93,9 @@ def load(
         (:class:`~jaxsim_contact.ConstraintModel`): MuJoCo's soft constraints as the file declares
         them (``solref``, ``solimp``, cone, ``impratio``), solved by
         :class:`~jaxsim_contact.contact.PrimalNewton` with the file's ``iterations``, so that a
-        step matches ``mj_step`` (:mod:`jaxsim_contact.constraints._soft`). The RK4 and implicit
-        integrators and contacts with ``condim`` 4 / 6 are refused by name in that mode.
+        step matches ``mj_step`` (:mod:`jaxsim_contact.constraints._soft`), every integrator
+        included (RK4 re-solves the constraints at each stage, as MuJoCo). Contacts with
+        ``condim`` 4 / 6 are refused by name in that mode.
       dtype: floating dtype of the model's arrays; default ``float64`` when JAX x64 is enabled,
         else ``float32``.
 
@@ -120,10 +121,13 @@ def load(
         exclude_self_overlaps=(not soft) if exclude_self_overlaps is None else exclude_self_overlaps,
         constraint_model=constraint_model,
     )
-    model = from_mjmodel(mj, source=str(path), dtype=dtype)
+    with warnings.catch_warnings():
+        if soft:  # the pair's own parameters are used in this mode: no warning that they are not
+            warnings.filterwarnings("ignore", message=r".*: contact pair .*not used by the hard model")
+        model = from_mjmodel(mj, source=str(path), dtype=dtype)
     if soft:
         model = mujoco_compatible(model, mj)
-        pair_condim(model)  # condim 4 / 6 refused by name at load
+        pair_condim(model)  # what the elliptic cone cannot take, refused by name at load
     return model
 
 
@@ -255,8 +259,9 @@ def _explicit_contact_pairs(mj, source: str) -> tuple[tuple[int, int], ...]:
             name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_PAIR, i) or f"#{i}"
             warnings.warn(
                 f"{source}: contact pair {name} (geoms {g1}, {g2}): its own friction "
-                f"{float(mj.pair_friction[i, 0])}, margin or gap are not used; the engine uses the "
-                f"geoms' friction {geom_rule} and the global contact margin", stacklevel=4)
+                f"{float(mj.pair_friction[i, 0])}, margin or gap are not used by the hard model, "
+                f"which uses the geoms' friction {geom_rule} and the global contact margin "
+                "(constraint_model='mujoco' uses the pair's own)", stacklevel=4)
     return tuple(pairs)
 
 

@@ -73,17 +73,8 @@ _SOFT_FIELDS = ("impratio", "iterations", "tolerance")
 def check_options(mj, path: Path, soft: bool = False) -> None:
     """Refuse the options the engine cannot simulate and warn about those it ignores (module
     docstring), naming ``path`` and each option. ``soft``: for the MuJoCo-compatible constraint
-    model, which honours ``impratio``, ``iterations`` and ``tolerance``, and refuses the
-    integrators it does not implement yet (RK4, implicit) by name."""
+    model, which honours ``impratio``, ``iterations`` and ``tolerance``."""
     import mujoco
-
-    if soft and int(mj.opt.integrator) in (int(mujoco.mjtIntegrator.mjINT_RK4),
-                                          int(mujoco.mjtIntegrator.mjINT_IMPLICIT)):
-        name = mujoco.mjtIntegrator(int(mj.opt.integrator)).name.removeprefix("mjINT_")
-        raise UnsupportedFeatureError(
-            f"{path}: <option integrator=\"{name}\"> is not supported by the MuJoCo-compatible "
-            "constraint model yet (Euler and implicitfast are); load it with the hard model, or "
-            "change the integrator")
 
     if _disabled(mj, "FILTERPARENT"):
         raise UnsupportedFeatureError(

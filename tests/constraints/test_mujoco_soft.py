@@ -10,6 +10,7 @@ so that both sides are exact to round-off.
 from __future__ import annotations
 
 from pathlib import Path
+import warnings
 
 import equinox as eqx
 import jax
@@ -140,21 +141,52 @@ def test_soft_contact_step_derivatives_agree():
     assert np.abs(forward - np.eye(6)).max() > 1e-2  # the contact does act on the derivative
 
 
-def test_condim_six_is_refused_by_name(tmp_path):
+def test_torsional_and_rolling_friction_match_mj_step():
+    """``condim`` 4 and 6 under the pyramidal cone: the torsional and rolling edges ``J_n ± μ_j
+    J_ω,j`` (free balls on the floor and on each other, a box, a ``<pair>`` with five friction
+    coefficients on a slide-hinge wheel). With condim 3 instead MuJoCo's next velocities move by
+    ~3.7, so the rotational edges are what agrees here."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # the <pair>'s own friction is used: no warning
+        warnings.filterwarnings("ignore", category=jc.io.IgnoredOptionWarning)
+        jc.load(MODELS / "soft_condim.xml", constraint_model="mujoco")
+    worst_q, worst_v, rows = _compare(MODELS / "soft_condim.xml", 3)
+    assert rows > 100
+    # measured 6e-16 / 2e-14
+    assert worst_q < 1e-10 and worst_v < 1e-8, (worst_q, worst_v)
+
+
+def test_elliptic_condim_six_is_refused_by_name(tmp_path):
     path = tmp_path / "rolling.xml"
-    path.write_text("""<mujoco><worldbody><geom name="floor" type="plane" size="5 5 .1"/>
+    path.write_text("""<mujoco><option cone="elliptic"/><worldbody>
+      <geom name="floor" type="plane" size="5 5 .1"/>
       <body pos="0 0 0.1"><freejoint/><geom name="ball" type="sphere" size=".1" condim="6"/></body>
       </worldbody></mujoco>""")
-    with pytest.raises(NotImplementedError, match=r"'floor' and 'ball' have condim 6"):
+    with pytest.raises(NotImplementedError, match=r"'floor' and 'ball' have condim 6.*pyramidal"):
         jc.load(path, constraint_model="mujoco")
     jc.load(path)  # the hard model loads it
+    path.write_text(path.read_text().replace("elliptic", "pyramidal"))
+    jc.load(path, constraint_model="mujoco")
+    # a <pair> with two sliding coefficients: the pyramid takes it, the elliptic cone refuses it
+    anisotropic = (MODELS / "soft_condim.xml").read_text().replace('condim="6"', 'condim="3"').replace(
+        'condim="4"', 'condim="3"')
+    path.write_text(anisotropic.replace('cone="pyramidal"', 'cone="elliptic"'))
+    with pytest.raises(NotImplementedError, match=r"<pair> of geoms 'floor' and 'wheel' has two sliding"):
+        jc.load(path, constraint_model="mujoco")
 
 
-def test_unsupported_integrator_is_refused_by_name():
-    with pytest.raises(jc.io.UnsupportedFeatureError, match=r"integrator=\"RK4\""):
-        jc.load(GYM / "hopper.xml", constraint_model="mujoco")
-    with pytest.raises(ValueError, match="integrator='rk4'"):
-        jc.Options(dt=0.01, gravity=jnp.zeros(3), integrator="rk4", constraint_model="mujoco")
+@pytest.mark.parametrize("integrator, cone", [("RK4", "elliptic"), ("implicit", "pyramidal")])
+def test_other_integrators_match_mj_step(integrator, cone, tmp_path):
+    """RK4 re-solves every row kind at each of its four stages (``mj_RungeKutta`` runs a full
+    forward pass per stage); ``implicit`` moves the velocity by its non-symmetric ``H`` (LU) after
+    solving the forces with ``M``."""
+    worst_q, worst_v, rows = _compare(
+        MODELS / "soft_mixed.xml", 2, tmp_path=tmp_path,
+        edit=lambda text: text.replace('cone="pyramidal"', f'cone="{cone}"').replace(
+            "<option ", f'<option integrator="{integrator}" '))
+    assert rows > 50
+    # measured: RK4 elliptic 3e-14 / 7e-11, implicit pyramidal 1e-15 / 9e-14
+    assert worst_q < 1e-10 and worst_v < 1e-8, (worst_q, worst_v)
 
 
 def test_model_without_mujoco_parameters_is_refused():
