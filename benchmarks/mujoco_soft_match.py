@@ -1,23 +1,44 @@
-"""One step of the MuJoCo-compatible constraint model against ``mj_step`` on corpus models
-(issue 45, "Step for step").
+"""The MuJoCo-compatible constraint model against ``mj_step`` on the corpus (issue 45, "Step for
+step" and "Trajectories").
 
-For each model: load it with ``constraint_model="mujoco"`` (a model the mode refuses is listed
-with the reason), run MuJoCo C at tolerance 1e-15 / 1000 iterations (its default tolerance stops
-elliptic solves ~1e-6 short of the exact answer), take ``--states`` states (settled for 0, 50,
-100, ... MuJoCo steps from ``qpos0``, then N(0, 0.5²) velocities added), and step both engines once
-from each. Reports the worst ``|Δqpos|``, ``|Δqvel|`` and the constraint rows MuJoCo had.
+Corpus: ``benchmarks/corpus.py``'s (gymnasium, brax, MuJoCo's and MJX's test models, dm_control
+suite, example-robot-data robots on a floor; select with ``--match``). Per model, in a fresh child
+process with a timeout:
 
-    python benchmarks/mujoco_soft_match.py [--states 4] [--models cheetah walker ...]
+* **load** with ``constraint_model="mujoco"`` (MJCF: ``jc.load``; URDF: ``prepare_spec`` + floor +
+  ``compile_spec`` + ``from_mjmodel`` + ``mujoco_compatible``), MuJoCo's own contact set (no
+  excluded self-overlaps). A model the mode refuses is listed with the reason; a model on which
+  MuJoCo C has no constraint row in the whole run below is listed as such and not compared (its
+  steps are contact-free dynamics, compared in ``tests/dynamics``).
+* **one step** from ``--states`` states (settled for 0, 50, 100, ... MuJoCo steps from the start,
+  then N(0, 0.5²) velocities added): worst ``|Δqpos|``, ``|Δqvel|`` after one step; worst
+  ``|Δ qfrc_constraint|`` (``Jᵀ efc_force`` of ``mj_forward`` at the state against our stage's
+  ``Jᵀ f``) relative to the largest entry; contacts matched by world point (1e-9 m) — the worst
+  difference of the contact's world force (``mj_contactForce`` rotated by ``contact.frame``;
+  ours: the contact's slots, pyramid edges summed) relative to the largest, and per geom-type pair
+  MuJoCo's contacts, ours and the matched ones (a collider that produces other points shows here).
+* **trajectory**: ``--steps`` steps from the start configuration (``qpos0``, limited joints
+  clipped into range; a floating robot 1 cm above the floor: ``corpus.start_configuration``),
+  zero controls: max ``|Δqpos|`` over the run and the first step where it exceeds 1e-6.
 
-Writes ``benchmarks/results/mujoco_soft_match.md`` (and ``.json``).
+MuJoCo C runs at tolerance 1e-15 / 1000 iterations (its default 1e-8 stops elliptic solves ~1e-6
+short of the exact answer); ours with the file's iterations and ``mujoco_compatible``'s
+tolerance. Results are cached per model in ``results/mujoco_soft_match/``; ``--redo`` reruns.
+
+    python benchmarks/mujoco_soft_match.py [--match gymnasium/ dm_control/] [--states 4] [--steps 500]
+
+Writes ``benchmarks/results/mujoco_soft_match.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
+import subprocess
+import sys
+import time
 import warnings
+from collections import defaultdict
 from pathlib import Path
 
 import jax
@@ -29,90 +50,262 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jaxsim_contact as jc  # noqa: E402
+from jaxsim_contact.constraints import slot_ranges  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import corpus as corpus_tools  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+CACHE = HERE / "results" / "mujoco_soft_match"
+DIVERGENCE = 1e-6
+MATCH_DISTANCE = 1e-9
 
 
-def _package_dir(name: str) -> Path | None:
-    try:
-        module = __import__(name)
-    except ImportError:
-        return None
-    return Path(os.path.dirname(module.__file__))
-
-
-def corpus() -> dict[str, Path]:
-    """Contact-rich corpus models: dm_control suite (when its files are installed:
-    ``pip install --no-deps dm_control``) and gymnasium."""
-    models = {}
-    dm = _package_dir("dm_control")
-    if dm is not None:
-        for name in ("cheetah", "walker", "hopper", "humanoid", "finger", "manipulator",
-                     "ball_in_cup", "quadruped", "swimmer", "acrobot", "cartpole"):
-            models[f"dm_control/{name}"] = dm / "suite" / f"{name}.xml"
-    gym = _package_dir("gymnasium")
-    if gym is not None:
-        for name in ("half_cheetah", "hopper", "walker2d", "ant", "humanoid", "pusher", "reacher"):
-            models[f"gymnasium/{name}"] = gym / "envs" / "mujoco" / "assets" / f"{name}.xml"
-    return models
-
-
-def compare(path: Path, states: int) -> dict:
+def build_soft(entry):
+    """``(MjModel, jc.Model)`` of a corpus entry in the MuJoCo-compatible mode."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = jc.load(path, constraint_model="mujoco")
-        mj = jc.io.compile_mjmodel(path, exclude_self_overlaps=False)
+        if entry.kind == "urdf":
+            spec = jc.io.prepare_spec(entry.path, floating_base=entry.floating_base)
+            corpus_tools.add_floor(spec)
+            mj = jc.io.compile_spec(spec, entry.path, exclude_self_overlaps=False)
+            model = jc.io.mujoco_compatible(jc.io.from_mjmodel(mj, source=entry.path), mj)
+            from jaxsim_contact.constraints._soft_contacts import pair_condim
+            pair_condim(model)  # what jc.load refuses in this mode
+        else:
+            model = jc.load(entry.path, constraint_model="mujoco")
+            mj = jc.io.compile_mjmodel(entry.path, exclude_self_overlaps=False)
     mj.opt.tolerance, mj.opt.iterations = 1e-15, 1000
+    return mj, model
+
+
+def pair_type(mj, g1: int, g2: int) -> str:
+    names = sorted(mujoco.mjtGeom(int(mj.geom_type[g])).name.removeprefix("mjGEOM_").lower()
+                   for g in (g1, g2))
+    return "-".join(names)
+
+
+def mujoco_contacts(mj, data):
+    """MuJoCo's contacts with rows: ``(point (3,), world force (3,), pair type)``."""
+    out = []
+    force = np.zeros(6)
+    for i in range(data.ncon):
+        con = data.contact[i]
+        if con.efc_address < 0:
+            continue
+        mujoco.mj_contactForce(mj, data, i, force)
+        world = np.asarray(con.frame).reshape(3, 3).T @ force[:3]
+        out.append((np.array(con.pos), world, pair_type(mj, con.geom1, con.geom2)))
+    return out
+
+
+def our_contacts(mj, model, contact):
+    """Our active contact slots grouped by point: ``(point, world force, pair type)``."""
+    from jaxsim_contact.collision._narrowphase import KEY_STRIDE
+    from jaxsim_contact.collision._pairs import collision_structure
+
+    pairs = collision_structure(model).pair_geoms
+    span = slot_ranges(model)["contacts"]
+    active = np.asarray(contact.active)[span]
+    point = np.asarray(contact.point)[span]
+    world = np.einsum("nij,ni->nj", np.asarray(contact.frame)[span], np.asarray(contact.force)[span])
+    key = np.asarray(contact.key)[span]
+    groups = {}
+    for k in np.flatnonzero(active):
+        label = tuple(np.round(point[k], 12))
+        if label not in groups:
+            g1, g2 = pairs[int(key[k]) // KEY_STRIDE]
+            groups[label] = [point[k], np.zeros(3), pair_type(mj, int(g1), int(g2))]
+        groups[label][1] = groups[label][1] + world[k]
+    return [tuple(g) for g in groups.values()]
+
+
+def compare_contacts(theirs, ours, per_type) -> float:
+    """Match by point; add counts to ``per_type``; worst force difference (N)."""
+    worst = 0.0
+    used = set()
+    for point, force, kind in theirs:
+        per_type[kind]["mujoco"] += 1
+        for j, (p, f, _) in enumerate(ours):
+            if j not in used and np.abs(p - point).max() < MATCH_DISTANCE:
+                used.add(j)
+                per_type[kind]["matched"] += 1
+                worst = max(worst, float(np.abs(f - force).max()))
+                break
+    for _, _, kind in ours:
+        per_type[kind]["ours"] += 1
+    return worst
+
+
+def compare_model(entry, states: int, steps: int) -> dict:
+    try:
+        mj, model = build_soft(entry)
+    except (NotImplementedError, ValueError) as err:
+        return dict(status="refused", reason=corpus_tools.first_line(err, entry)[:200])
     data = mujoco.MjData(mj)
-    step = jax.jit(jc.step)
+    q_start, _ = corpus_tools.start_configuration(mj, entry)
+
+    # MuJoCo first: the states and the reference trajectory (and whether any row ever exists)
     rng = np.random.default_rng(0)
-    worst_q = worst_v = 0.0
-    rows, active_states = 0, 0
+    samples = []
     for k in range(states):
         mujoco.mj_resetData(mj, data)
+        data.qpos[:] = q_start
         for _ in range(50 * k):
             mujoco.mj_step(mj, data)
         data.qvel[:] += rng.normal(size=mj.nv) * 0.5
         mujoco.mj_forward(mj, data)
-        rows += data.nefc
-        active_states += data.nefc > 0
-        qpos, qvel = data.qpos.copy(), data.qvel.copy()
-        ours = step(model, jc.init(model, q=jnp.asarray(qpos), v=jnp.asarray(qvel)))
+        before = (data.qpos.copy(), data.qvel.copy(), data.qfrc_constraint.copy(),
+                  mujoco_contacts(mj, data), int(data.nefc))
         mujoco.mj_step(mj, data)
-        worst_q = max(worst_q, float(np.abs(np.asarray(ours.q) - data.qpos).max()))
-        worst_v = max(worst_v, float(np.abs(np.asarray(ours.v) - data.qvel).max()))
-    return dict(status="compared", states=states, states_with_rows=int(active_states),
-                rows=int(rows), max_dqpos=worst_q, max_dqvel=worst_v,
-                cone=mujoco.mjtCone(int(mj.opt.cone)).name.removeprefix("mjCONE_").lower())
+        samples.append(before + (data.qpos.copy(), data.qvel.copy()))
+    mujoco.mj_resetData(mj, data)
+    data.qpos[:] = q_start
+    reference, rows_seen = [], sum(s[4] for s in samples)
+    for _ in range(steps):
+        mujoco.mj_step(mj, data)
+        reference.append(data.qpos.copy())
+        rows_seen += data.nefc
+    if rows_seen == 0:
+        return dict(status="no rows", note="MuJoCo C has no constraint row in the run")
+
+    step = jax.jit(jc.step)
+    t0 = time.perf_counter()
+    state = jc.init(model, q=jnp.asarray(samples[0][0]), v=jnp.asarray(samples[0][1]))
+    jax.block_until_ready(step(model, state))
+    compile_s = time.perf_counter() - t0
+    worst_q = worst_v = worst_qfrc = worst_force = 0.0
+    per_type = defaultdict(lambda: dict(mujoco=0, ours=0, matched=0))
+    errors = 0
+    for qpos, qvel, qfrc, theirs, nefc, qpos_next, qvel_next in samples:
+        ours = step(model, jc.init(model, q=jnp.asarray(qpos), v=jnp.asarray(qvel)))
+        errors |= int(ours.error)
+        worst_q = max(worst_q, float(np.abs(np.asarray(ours.q) - qpos_next).max()))
+        worst_v = max(worst_v, float(np.abs(np.asarray(ours.v) - qvel_next).max()))
+        scale = max(1.0, float(np.abs(qfrc).max()))
+        worst_qfrc = max(worst_qfrc, float(np.abs(np.asarray(ours.contact.generalized_force) - qfrc).max()) / scale)
+        found = our_contacts(mj, model, ours.contact)
+        force_scale = max([1.0] + [float(np.abs(f).max()) for _, f, _ in theirs])
+        worst_force = max(worst_force, compare_contacts(theirs, found, per_type) / force_scale)
+
+    state = jc.init(model, q=jnp.asarray(q_start))
+    max_dq, first_divergence = 0.0, None
+    for k in range(steps):
+        state = step(model, state)
+        dq = float(np.abs(np.asarray(state.q) - reference[k]).max())
+        max_dq = max(max_dq, dq)
+        if first_divergence is None and dq > DIVERGENCE:
+            first_divergence = k + 1
+        errors |= int(state.error)
+    return dict(status="compared", cone=mujoco.mjtCone(int(mj.opt.cone)).name.removeprefix("mjCONE_").lower(),
+                integrator=mujoco.mjtIntegrator(int(mj.opt.integrator)).name.removeprefix("mjINT_"),
+                states=states, rows=int(sum(s[4] for s in samples)), compile_s=round(compile_s, 1),
+                max_dqpos=worst_q, max_dqvel=worst_v, qfrc_rel=worst_qfrc, contact_force_rel=worst_force,
+                pair_types={k: dict(v) for k, v in sorted(per_type.items())}, steps=steps,
+                trajectory_max_dq=max_dq, first_divergence=first_divergence, error_bits=errors)
+
+
+def run_child(entry, args) -> dict:
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", entry.key,
+               "--states", str(args.states), "--steps", str(args.steps)]
+    t0 = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout_s)
+    except subprocess.TimeoutExpired:
+        return dict(status="timeout", wall_s=round(time.perf_counter() - t0, 1))
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr.strip().splitlines() or [""])[-1]
+        return dict(status="crashed", message=tail.replace(entry.path, entry.key)[:300])
+    row = json.loads(lines[-1][len("RESULT "):])
+    row["wall_s"] = round(time.perf_counter() - t0, 1)
+    return row
+
+
+def cache_path(key: str) -> Path:
+    return CACHE / (key.replace("/", "__") + ".json")
+
+
+def fmt(x, spec=".1e"):
+    return "–" if x is None else format(x, spec)
+
+
+def report(entries, args) -> str:
+    rows = {e.key: json.loads(cache_path(e.key).read_text()) for e in entries if cache_path(e.key).exists()}
+    compared = {k: r for k, r in rows.items() if r["status"] == "compared"}
+    lines = ["# `constraint_model=\"mujoco\"` against `mj_step` on the corpus (issue 45)", "",
+             f"`python benchmarks/mujoco_soft_match.py --states {args.states} --steps {args.steps}`; "
+             f"jax {jax.__version__}, mujoco {mujoco.__version__}; MuJoCo C at tolerance 1e-15. "
+             "Method: the script's docstring. One step: worst over the states; dq, dv absolute (m, "
+             "rad, m/s, rad/s); qfrc and contact force relative to the largest entry; contacts: "
+             "matched / MuJoCo's / ours. Trajectory: zero controls from the start configuration; "
+             "`>1e-6 at` is the first step with max |dqpos| > 1e-6 (– : never).", ""]
+    status = defaultdict(int)
+    for r in rows.values():
+        status[r["status"]] += 1
+    lines.append("Models: " + ", ".join(f"{n} {s}" for s, n in sorted(status.items())) + ".")
+    lines += ["", "| model | integrator | cone | rows | dqpos | dqvel | qfrc | contact force | contacts | "
+              "trajectory max dq | >1e-6 at | errors |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for key, r in compared.items():
+        counts = [v for v in r["pair_types"].values()]
+        contacts = (f"{sum(c['matched'] for c in counts)}/{sum(c['mujoco'] for c in counts)}/"
+                    f"{sum(c['ours'] for c in counts)}")
+        lines.append(f"| {key} | {r['integrator']} | {r['cone']} | {r['rows']} | {fmt(r['max_dqpos'])} | "
+                     f"{fmt(r['max_dqvel'])} | {fmt(r['qfrc_rel'])} | {fmt(r['contact_force_rel'])} | "
+                     f"{contacts} | {fmt(r['trajectory_max_dq'])} | {r['first_divergence'] or '–'} | "
+                     f"{r['error_bits']} |")
+    totals = defaultdict(lambda: dict(mujoco=0, ours=0, matched=0, models=0))
+    for r in compared.values():
+        for kind, c in r["pair_types"].items():
+            for field in ("mujoco", "ours", "matched"):
+                totals[kind][field] += c[field]
+            totals[kind]["models"] += 1
+    lines += ["", "## Contact sets per geom-type pair (one-step states, all compared models)", "",
+              "A pair type whose counts differ has a collider that produces other points than "
+              "MuJoCo's; the step comparison above includes them.", "",
+              "| pair type | models | MuJoCo's contacts | ours | matched by point |", "|---|---|---|---|---|"]
+    for kind, c in sorted(totals.items()):
+        lines.append(f"| {kind} | {c['models']} | {c['mujoco']} | {c['ours']} | {c['matched']} |")
+    others = {k: r for k, r in rows.items() if r["status"] != "compared"}
+    if others:
+        lines += ["", "## Not compared", "", "| model | status | reason |", "|---|---|---|"]
+        for key, r in others.items():
+            reason = r.get("reason") or r.get("note") or r.get("message") or ""
+            lines.append(f"| {key} | {r['status']} | {reason} |")
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--match", nargs="*", default=None, help="substrings of corpus keys")
     parser.add_argument("--states", type=int, default=4)
-    parser.add_argument("--models", nargs="*", default=None, help="names as in the table")
-    parser.add_argument("--out-dir", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--timeout-s", type=float, default=900.0)
+    parser.add_argument("--redo", action="store_true")
+    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    results = {}
-    for name, path in corpus().items():
-        if args.models and name.split("/")[-1] not in args.models and name not in args.models:
-            continue
+    if args.child:
+        entry = next(e for e in corpus_tools.corpus(corpus_tools.SOURCES) if e.key == args.child)
         try:
-            results[name] = compare(path, args.states)
-        except (NotImplementedError, ValueError) as err:
-            results[name] = dict(status="refused", reason=str(err).split(": ", 1)[-1][:160])
-        print(name, results[name], flush=True)
-    lines = ["# One step of `constraint_model=\"mujoco\"` vs `mj_step` (issue 45)", "",
-             f"`python benchmarks/mujoco_soft_match.py --states {args.states}`; jax {jax.__version__}, "
-             f"mujoco {mujoco.__version__} (MuJoCo C at tolerance 1e-15). Worst over the states.", "",
-             "| model | cone | states with rows | rows | max abs dqpos | max abs dqvel | note |",
-             "|---|---|---|---|---|---|---|"]
-    for name, r in results.items():
-        if r["status"] == "refused":
-            lines.append(f"| {name} | | | | | | refused: {r['reason']} |")
-        else:
-            lines.append(f"| {name} | {r['cone']} | {r['states_with_rows']}/{r['states']} | {r['rows']} | "
-                         f"{r['max_dqpos']:.1e} | {r['max_dqvel']:.1e} | |")
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    (args.out_dir / "mujoco_soft_match.md").write_text("\n".join(lines) + "\n")
-    (args.out_dir / "mujoco_soft_match.json").write_text(json.dumps(results, indent=1))
+            row = compare_model(entry, args.states, args.steps)
+        except Exception as err:  # reported per model, the run goes on
+            row = dict(status="error", message=f"{type(err).__name__}: {corpus_tools.first_line(err, entry)}"[:300])
+        print("RESULT " + json.dumps(row), flush=True)
+        return
+    entries = corpus_tools.corpus(corpus_tools.SOURCES, args.match)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    if not args.report_only:
+        for entry in entries:
+            if cache_path(entry.key).exists() and not args.redo:
+                continue
+            if entry.kind == "mjcf" and corpus_tools.mujoco_compiles(entry) is not None:
+                continue  # not a model (an include fragment, a template): corpus.py lists them
+            row = run_child(entry, args)
+            cache_path(entry.key).write_text(json.dumps(row, indent=1))
+            print(entry.key, {k: v for k, v in row.items() if k != "pair_types"}, flush=True)
+    all_entries = corpus_tools.corpus(corpus_tools.SOURCES)
+    (HERE / "results" / "mujoco_soft_match.md").write_text(report(all_entries, args))
 
 
 if __name__ == "__main__":
