@@ -20,12 +20,15 @@ another, which on a CPU keeps a chunk's working set in cache (see ``jc.chunked_v
 Times are CPU time of the pinned process (``time.process_time``), so other jobs on a shared
 machine do not inflate them. The physics differ on purpose: we solve hard NCP contact with ADMM (default options, float64
 here), MuJoCo / MJX their soft-contact convex model with their Newton / CG solver — compare
-throughput, not trajectories. Our mean solver iterations and max criterion are reported too.
+throughput, not trajectories. With ``--solver mujoco`` ours simulates that same soft model
+(``constraint_model="mujoco"``, issue 45): the same physics in all three engines. Our mean solver
+iterations and max criterion are reported too.
 
     pip install -e ".[test,bench]"
     python benchmarks/step.py --quick     # batch 1 and 32, ~10 minutes on 2 loaded cores
     python benchmarks/step.py             # batch 1, 32, 256, 1024
     python benchmarks/step.py --chunk 16 --batches 256 1024   # chunked batches (step_chunk16.*)
+    python benchmarks/step.py --solver mujoco   # MuJoCo's soft model in all three (step_mujoco_soft.*)
 
 Writes ``benchmarks/results/step.json`` and ``step.md`` (``step_quick.*`` with ``--quick``).
 """
@@ -104,6 +107,10 @@ def ours_options(solver: str, compliance: float, tangential_compliance: float = 
                  limit_compliance: float = 0.0) -> tuple[dict, str]:
     """``Model.replace_options`` arguments of ``--solver`` / ``--compliance`` /
     ``--tangential-compliance`` / ``--limit-compliance`` and the report's description of them."""
+    if solver == "mujoco":
+        return dict(mujoco_compatible=True), (
+            "MuJoCo's soft constraint model (`jc.io.mujoco_compatible`: the model's solref / solimp, "
+            "cone, impratio; PrimalNewton with the model's iterations, tolerance 1e-10)")
     if solver == "admm" and compliance == 0 and tangential_compliance == 0 and limit_compliance == 0:
         return {}, "hard NCP contact, ADMM (default options)"
     options = {} if compliance == 0 else dict(compliance=compliance)
@@ -122,6 +129,9 @@ def ours_options(solver: str, compliance: float, tangential_compliance: float = 
 
 def bench_ours(mj, q0, batch: int, steps: int, repeats: int, chunk: int = 0, options=None):
     model = jc.io.from_mjmodel(mj)
+    options = dict(options or {})
+    if options.pop("mujoco_compatible", False):  # the same physics as MJX and MuJoCo C
+        model = jc.io.mujoco_compatible(model, mj)
     if options:
         model = model.replace_options(**options)
     state = jc.init(model, q=jnp.asarray(q0))
@@ -198,9 +208,11 @@ def main(argv=None):
                         help="run ours and MJX batches through jc.chunked_vmap in chunks of this many "
                              "environments (0: plain vmap); writes step_chunk<N>.*")
     parser.add_argument("--all-cores", action="store_true", help="do not pin the process to one core")
-    parser.add_argument("--solver", choices=("admm", "newton"), default="admm",
-                        help="our contact solver: the default ADMM-NCP, or PrimalNewton-CCP (needs "
-                             "--compliance > 0; MJX and MuJoCo C are compliant too)")
+    parser.add_argument("--solver", choices=("admm", "newton", "mujoco"), default="admm",
+                        help="our contact solver: the default ADMM-NCP, PrimalNewton-CCP (needs "
+                             "--compliance > 0; MJX and MuJoCo C are compliant too), or 'mujoco': "
+                             "constraint_model='mujoco', the physics MJX and MuJoCo C simulate "
+                             "(writes step_mujoco_soft.*)")
     parser.add_argument("--compliance", type=float, default=0.0,
                         help="our Options.compliance (absolute, see jc.Options); 0: rigid (default)")
     parser.add_argument("--tangential-compliance", type=float, default=0.0,
@@ -245,6 +257,8 @@ def main(argv=None):
     if args.chunk < 0:
         parser.error(f"--chunk must be >= 0, got {args.chunk}")
     stem = "step_quick" if args.quick else "step"
+    if args.solver == "mujoco":
+        stem = f"{stem}_mujoco_soft"
     if args.dtype == "float32":
         stem = f"{stem}_float32"
     if args.chunk:

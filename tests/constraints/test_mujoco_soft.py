@@ -201,3 +201,42 @@ def test_model_without_mujoco_parameters_is_refused():
 def test_unknown_constraint_model_names_the_accepted_values():
     with pytest.raises(ValueError, match=r"constraint_model=...\) must be one of \[.hard., .mujoco.\]"):
         jc.load(MODELS / "soft_mixed.xml", constraint_model="soft")
+
+
+def test_rollout_gradient_is_finite_where_mjx_reverse_mode_fails():
+    """``jax.grad`` of a 100-step soft-contact rollout (a ball launched along the floor, rolling
+    and sliding under MuJoCo's pyramid): finite, equal to forward mode and to central differences.
+    MJX's reverse mode fails on the same model (its solver's ``while_loop``, mujoco issue 2259)."""
+    from mujoco import mjx
+
+    xml = """<mujoco><option timestep="0.005"/><worldbody><geom type="plane" size="5 5 .1"/>
+      <body pos="0 0 0.1"><freejoint/><geom type="sphere" size=".1" friction="0.5"/></body>
+      </worldbody></mujoco>"""
+    mj = mujoco.MjModel.from_xml_string(xml)
+    model = jc.io.mujoco_compatible(jc.io.from_mjmodel(mj), mj)
+    ctrls = jnp.zeros((100, 0))
+
+    def final_x(speed):
+        start = jc.init(model, v=jnp.zeros(6).at[0].set(speed))
+        final, _ = jc.rollout(model, start, ctrls)
+        return final.q[0]
+
+    reverse = float(jax.jit(jax.grad(final_x))(1.0))
+    forward = float(jax.jit(lambda s: jax.jvp(final_x, (s,), (1.0,))[1])(1.0))
+    eps = 1e-5
+    value = jax.jit(final_x)
+    central = float((value(1.0 + eps) - value(1.0 - eps)) / (2 * eps))
+    assert np.isfinite(reverse) and 0.05 < reverse < 0.5  # friction slows it: < 0.5 s of travel
+    np.testing.assert_allclose(reverse, forward, rtol=1e-10)
+    np.testing.assert_allclose(reverse, central, rtol=1e-5)
+
+    mx = mjx.put_model(mj)
+    data = mjx.make_data(mx)
+
+    def mjx_final_x(speed):
+        d = data.replace(qvel=data.qvel.at[0].set(speed))
+        d, _ = jax.lax.scan(lambda d, _: (mjx.step(mx, d), None), d, None, length=100)
+        return d.qpos[0]
+
+    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work for lax.while_loop"):
+        jax.grad(mjx_final_x)(1.0)
