@@ -16,7 +16,9 @@ process with a timeout:
   ``Jᵀ f``) relative to the largest entry; contacts matched by world point (1e-9 m) — the worst
   difference of the contact's world force (``mj_contactForce`` rotated by ``contact.frame``;
   ours: the contact's slots, pyramid edges summed) relative to the largest, and per geom-type pair
-  MuJoCo's contacts, ours and the matched ones (a collider that produces other points shows here).
+  MuJoCo's contacts, ours and the matched ones (a collider that produces other points shows here);
+  joint-limit and dof / tendon frictionloss rows matched by joint, dof or tendon: worst ``|Δ
+  efc_force|`` relative to the largest, and rows only one side has with a nonzero force.
 * **trajectory**: ``--steps`` steps from the start configuration (``qpos0``, limited joints
   clipped into range; a floating robot 1 cm above the floor: ``corpus.start_configuration``),
   zero controls: max ``|Δqpos|`` over the run and the first step where it exceeds 1e-6.
@@ -120,6 +122,49 @@ def our_contacts(mj, model, contact):
     return [tuple(g) for g in groups.values()]
 
 
+def mujoco_row_forces(mj, data) -> dict:
+    """``efc_force`` of the joint-limit and frictionloss rows by what they constrain:
+    ``("limit", joint)``, ``("friction", dof)``, ``("tendon friction", tendon)``."""
+    kinds = {int(mujoco.mjtConstraint.mjCNSTR_LIMIT_JOINT): "limit",
+             int(mujoco.mjtConstraint.mjCNSTR_FRICTION_DOF): "friction",
+             int(mujoco.mjtConstraint.mjCNSTR_FRICTION_TENDON): "tendon friction"}
+    out = {}
+    for i in range(data.nefc):
+        kind = kinds.get(int(data.efc_type[i]))
+        if kind is not None:
+            out[(kind, int(data.efc_id[i]))] = float(data.efc_force[i])
+    return out
+
+
+def our_row_forces(model, contact) -> dict:
+    """Our slot forces of the same rows (:func:`mujoco_row_forces`' keys), active slots only."""
+    from jaxsim_contact.constraints import limited_joints
+
+    ranges = slot_ranges(model)
+    force, active = np.asarray(contact.force)[:, 2], np.asarray(contact.active)
+    labels = {}
+    for slot, joint in zip(range(ranges["limits"].start, ranges["limits"].stop), limited_joints(model)):
+        labels[slot] = ("limit", int(joint))
+    friction = [("friction", int(d)) for d in model.frictionloss_dofs]
+    friction += [("tendon friction", int(t)) for t in model.tendons.frictionloss_tendons]
+    for slot, label in zip(range(ranges["friction"].start, ranges["friction"].stop), friction):
+        labels[slot] = label
+    return {label: float(force[slot]) for slot, label in labels.items() if active[slot]}
+
+
+def compare_rows(theirs: dict, ours: dict) -> tuple[float, int, int]:
+    """Worst ``|Δ efc_force|`` over the rows both have, the number compared, and the number only
+    one side has with a force above 1e-9 (a row the other does not instantiate)."""
+    worst, compared, unmatched = 0.0, 0, 0
+    for label in set(theirs) | set(ours):
+        if label in theirs and label in ours:
+            worst = max(worst, abs(theirs[label] - ours[label]))
+            compared += 1
+        elif abs(theirs.get(label, 0.0)) + abs(ours.get(label, 0.0)) > 1e-9:
+            unmatched += 1
+    return worst, compared, unmatched
+
+
 def compare_contacts(theirs, ours, per_type) -> float:
     """Match by point; add counts to ``per_type``; worst force difference (N)."""
     worst = 0.0
@@ -156,7 +201,7 @@ def compare_model(entry, states: int, steps: int) -> dict:
         data.qvel[:] += rng.normal(size=mj.nv) * 0.5
         mujoco.mj_forward(mj, data)
         before = (data.qpos.copy(), data.qvel.copy(), data.qfrc_constraint.copy(),
-                  mujoco_contacts(mj, data), int(data.nefc))
+                  (mujoco_contacts(mj, data), mujoco_row_forces(mj, data)), int(data.nefc))
         mujoco.mj_step(mj, data)
         samples.append(before + (data.qpos.copy(), data.qvel.copy()))
     mujoco.mj_resetData(mj, data)
@@ -177,7 +222,8 @@ def compare_model(entry, states: int, steps: int) -> dict:
     worst_q = worst_v = worst_qfrc = worst_force = 0.0
     per_type = defaultdict(lambda: dict(mujoco=0, ours=0, matched=0))
     errors = 0
-    for qpos, qvel, qfrc, theirs, nefc, qpos_next, qvel_next in samples:
+    worst_row, rows_compared, rows_unmatched = 0.0, 0, 0
+    for qpos, qvel, qfrc, (theirs, their_rows), nefc, qpos_next, qvel_next in samples:
         ours = step(model, jc.init(model, q=jnp.asarray(qpos), v=jnp.asarray(qvel)))
         errors |= int(ours.error)
         worst_q = max(worst_q, float(np.abs(np.asarray(ours.q) - qpos_next).max()))
@@ -187,6 +233,10 @@ def compare_model(entry, states: int, steps: int) -> dict:
         found = our_contacts(mj, model, ours.contact)
         force_scale = max([1.0] + [float(np.abs(f).max()) for _, f, _ in theirs])
         worst_force = max(worst_force, compare_contacts(theirs, found, per_type) / force_scale)
+        row_scale = max([1.0] + [abs(f) for f in their_rows.values()])
+        worst, compared, unmatched = compare_rows(their_rows, our_row_forces(model, ours.contact))
+        worst_row = max(worst_row, worst / row_scale)
+        rows_compared, rows_unmatched = rows_compared + compared, rows_unmatched + unmatched
 
     state = jc.init(model, q=jnp.asarray(q_start))
     max_dq, first_divergence = 0.0, None
@@ -201,6 +251,8 @@ def compare_model(entry, states: int, steps: int) -> dict:
                 integrator=mujoco.mjtIntegrator(int(mj.opt.integrator)).name.removeprefix("mjINT_"),
                 states=states, rows=int(sum(s[4] for s in samples)), compile_s=round(compile_s, 1),
                 max_dqpos=worst_q, max_dqvel=worst_v, qfrc_rel=worst_qfrc, contact_force_rel=worst_force,
+                limit_friction_rows=rows_compared, limit_friction_rel=worst_row,
+                limit_friction_unmatched=rows_unmatched,
                 pair_types={k: dict(v) for k, v in sorted(per_type.items())}, steps=steps,
                 trajectory_max_dq=max_dq, first_divergence=first_divergence, error_bits=errors)
 
@@ -245,14 +297,16 @@ def report(entries, args) -> str:
         status[r["status"]] += 1
     lines.append("Models: " + ", ".join(f"{n} {s}" for s, n in sorted(status.items())) + ".")
     lines += ["", "| model | integrator | cone | rows | dqpos | dqvel | qfrc | contact force | contacts | "
-              "trajectory max dq | >1e-6 at | errors |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "limit / frictionloss rows: compared, force, unmatched | trajectory max dq | >1e-6 at | errors |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for key, r in compared.items():
         counts = [v for v in r["pair_types"].values()]
         contacts = (f"{sum(c['matched'] for c in counts)}/{sum(c['mujoco'] for c in counts)}/"
                     f"{sum(c['ours'] for c in counts)}")
         lines.append(f"| {key} | {r['integrator']} | {r['cone']} | {r['rows']} | {fmt(r['max_dqpos'])} | "
                      f"{fmt(r['max_dqvel'])} | {fmt(r['qfrc_rel'])} | {fmt(r['contact_force_rel'])} | "
-                     f"{contacts} | {fmt(r['trajectory_max_dq'])} | {r['first_divergence'] or '–'} | "
+                     f"{contacts} | {r['limit_friction_rows']}, {fmt(r['limit_friction_rel'])}, "
+                     f"{r['limit_friction_unmatched']} | {fmt(r['trajectory_max_dq'])} | {r['first_divergence'] or '–'} | "
                      f"{r['error_bits']} |")
     totals = defaultdict(lambda: dict(mujoco=0, ours=0, matched=0, models=0))
     for r in compared.values():
