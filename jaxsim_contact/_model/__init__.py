@@ -27,11 +27,11 @@ from .elements import (
 )
 from .model import Model
 from .options import Integrator, Options, numeric_option_names
-from .soft import ConstraintModel, FrictionCone, SoftConstraints, missing_soft_parameters
+from .soft import ConstraintModel, ContactOverride, FrictionCone, SoftConstraints, missing_soft_parameters
 from .state import ContactData, ErrorFlag, State, error_bit
 from .tree import KinematicTree
 
 __all__ = ["KinematicTree", "Options", "Integrator", "ActuatorDynamics", "ActuatorStates", "Sensors",
            "Model", "State", "ContactData", "ErrorFlag", "Tendons", "TendonPathElement", "WrapKind",
            "Equalities", "EqualityKind", "error_bit", "numeric_option_names", "FrictionCone",
-           "ConstraintModel", "SoftConstraints", "missing_soft_parameters"]
+           "ConstraintModel", "ContactOverride", "SoftConstraints", "missing_soft_parameters"]

@@ -15,7 +15,7 @@ import jax
 
 from .._types import Choice
 
-__all__ = ["ConstraintModel", "FrictionCone", "SoftConstraints", "missing_soft_parameters"]
+__all__ = ["ConstraintModel", "FrictionCone", "ContactOverride", "SoftConstraints", "missing_soft_parameters"]
 
 
 class ConstraintModel(Choice):
@@ -40,6 +40,19 @@ class FrictionCone(Choice):
 
     PYRAMIDAL = "pyramidal"
     ELLIPTIC = "elliptic"
+
+
+class ContactOverride(eqx.Module):
+    """MuJoCo's ``<flag override="enable">`` contact parameters (``<option o_solref o_solimp
+    o_friction o_margin>``), which replace every contact's own (``mj_assignRef`` /
+    ``mj_assignImp`` / ``mj_assignFriction`` / ``mj_assignMargin``): ``solref`` ``(2,)`` (also the
+    friction rows' ``solreffriction``), ``solimp`` ``(5,)``, ``friction`` ``(5,)`` (sliding ×2,
+    torsional, rolling ×2), ``margin`` scalar (m, the pair's margin, not a sum)."""
+
+    solref: jax.Array
+    solimp: jax.Array
+    friction: jax.Array
+    margin: jax.Array
 
 
 class SoftConstraints(eqx.Module):
@@ -69,6 +82,7 @@ class SoftConstraints(eqx.Module):
       tendon_solimp_friction: the same per tendon.
       equality_solref ``(neq, 2)``, equality_solimp ``(neq, 5)``.
       impratio: scalar ratio of frictional to normal impedance (``<option impratio>``).
+      override: :class:`ContactOverride` when the model enables ``override`` (``None``: off).
     Static:
       geom_priority, geom_condim ``(ngeom,)``; pair_geoms ``((geom1, geom2), ...)`` and
       pair_condim of the explicit pairs; cone (:class:`FrictionCone`); refsafe (MuJoCo's ``refsafe``
@@ -102,6 +116,7 @@ class SoftConstraints(eqx.Module):
     equality_solref: jax.Array
     equality_solimp: jax.Array
     impratio: jax.Array
+    override: ContactOverride | None
     geom_priority: tuple[int, ...] = eqx.field(static=True)
     geom_condim: tuple[int, ...] = eqx.field(static=True)
     pair_geoms: tuple[tuple[int, int], ...] = eqx.field(static=True)

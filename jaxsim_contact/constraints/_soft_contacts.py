@@ -167,6 +167,12 @@ def contact_soft_parameters(model: Model, key: jax.Array, body_a, body_b, dt) ->
         solreffriction = solreffriction.at[rows].set(soft.pair_solreffriction.astype(dtype)[index])
         solimp = solimp.at[rows].set(soft.pair_solimp.astype(dtype)[index])
         friction = friction.at[rows].set(soft.pair_friction.astype(dtype)[index])
+    if soft.override is not None:  # <flag override>: the option's values for every contact
+        o = soft.override
+        solref = jnp.broadcast_to(o.solref.astype(dtype), solref.shape)
+        solreffriction = solref
+        solimp = jnp.broadcast_to(o.solimp.astype(dtype), solimp.shape)
+        friction = jnp.broadcast_to(o.friction.astype(dtype), friction.shape)
     pair = jnp.clip(key // KEY_STRIDE, 0, num_pairs - 1)
     weight = soft.body_invweight0.astype(dtype)[:, 0]
     return ContactSoftParameters(
@@ -209,9 +215,11 @@ def tangent_hints(model: Model, key, kinematics) -> jax.Array:
 
 def _pair_margin_table(model: Model, dtype) -> jax.Array:
     """``(P,)`` MuJoCo margin (m) of every candidate pair: the sum of the two geoms' margins, or
-    an explicit ``<pair>``'s own."""
+    an explicit ``<pair>``'s own (``o_margin`` under ``override``)."""
     _, _, explicit = _tables(model)
     geoms = collision_structure(model).pair_geoms
+    if model.soft.override is not None:
+        return jnp.broadcast_to(model.soft.override.margin.astype(dtype), (len(geoms),))
     margin = model.geom_margin.astype(dtype)[geoms[:, 0]] + model.geom_margin.astype(dtype)[geoms[:, 1]]
     has = explicit >= 0
     if has.any():

@@ -19,7 +19,8 @@ from ..constraints._soft_contacts import pair_condim
 from ..contact import PrimalNewton
 from ..collision._pairs import build_collision_structure
 from .._model import (ActuatorDynamics, ActuatorStates, ConstraintModel, FrictionCone, Equalities, EqualityKind, Integrator,
-                     KinematicTree, Model, Options, Sensors, TendonPathElement, Tendons, WrapKind, SoftConstraints)
+                     KinematicTree, Model, Options, Sensors, TendonPathElement, Tendons, WrapKind, SoftConstraints,
+                     ContactOverride)
 from .._types import GeomType, JointType
 from ._errors import (
     DegenerateMeshError,
@@ -648,6 +649,10 @@ def _soft_from_mjmodel(mj, arr) -> SoftConstraints:
         return arr(np.asarray(x, np.float64).reshape(-1, width))
 
     disabled = int(mj.opt.disableflags)
+    override = None
+    if int(mj.opt.enableflags) & int(mujoco.mjtEnableBit.mjENBL_OVERRIDE):
+        override = ContactOverride(solref=arr(mj.opt.o_solref, (2,)), solimp=arr(mj.opt.o_solimp, (5,)),
+                                   friction=arr(mj.opt.o_friction, (5,)), margin=arr(mj.opt.o_margin))
     return SoftConstraints(
         geom_solref=rows(mj.geom_solref, 2), geom_solimp=rows(mj.geom_solimp, 5),
         geom_solmix=arr(mj.geom_solmix), geom_gap=arr(mj.geom_gap),
@@ -665,7 +670,7 @@ def _soft_from_mjmodel(mj, arr) -> SoftConstraints:
         tendon_solref_friction=rows(mj.tendon_solref_fri, 2),
         tendon_solimp_friction=rows(mj.tendon_solimp_fri, 5),
         equality_solref=rows(mj.eq_solref, 2), equality_solimp=rows(mj.eq_solimp, 5),
-        impratio=arr(mj.opt.impratio),
+        impratio=arr(mj.opt.impratio), override=override,
         geom_priority=tuple(int(p) for p in mj.geom_priority),
         geom_condim=tuple(int(c) for c in mj.geom_condim),
         pair_geoms=tuple((int(a), int(b)) for a, b in zip(mj.pair_geom1, mj.pair_geom2)),

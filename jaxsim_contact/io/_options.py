@@ -88,7 +88,7 @@ def check_options(mj, path: Path, soft: bool = False) -> None:
         value = np.asarray(getattr(mj.opt, field))
         if not np.array_equal(value, np.asarray(getattr(default, field))):
             ignored.append(f"{field}={value.tolist()}")
-    if _enabled(mj, "OVERRIDE"):
+    if _enabled(mj, "OVERRIDE") and not soft:
         ignored.append("override o_solref / o_solimp (o_friction and o_margin are applied)")
     ignored += [f"flag {name.lower()}=disable" for name in _IGNORED_DISABLE if _disabled(mj, name)]
     ignored += [f"flag {name.lower()}=enable" for name in _IGNORED_ENABLE if _enabled(mj, name)]
