@@ -31,7 +31,9 @@ the weighted stage velocities ``v̄ = Σ b_k v_k``. The hard contact stage then 
 velocity by an impulse ``Δv = v⁺ − v_f``; it is applied as a generalised force held constant over
 the step, so positions move by ``h (v̄ + ½ Δv)``: a body resting on the floor stays exactly at
 rest (``v̄ = ½ h g`` and ``Δv = −h g`` cancel), and without constraints the step is MuJoCo's RK4.
-(MuJoCo re-solves its soft constraints at every stage; a hard impulse is one event per step.)
+(MuJoCo re-solves its soft constraints at every stage; a hard impulse is one event per step. Under
+``constraint_model="mujoco"`` the step re-solves them too: ``rk4_velocities``' ``stage_acceleration``,
+:func:`jaxsim_contact.dynamics._step._soft_runge_kutta`.)
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ One step (DESIGN §2; seed 001 §II-A time stepping, seed 004 §II-C), as :func:
                       RK4, implicitfast, implicit: jaxsim_contact.dynamics._integrators
     contact stage     collision → constraint rows → solve (jaxsim_contact.constraints):
                       v⁺ = v_f + dt H⁻¹ Jᵀ f
+    RK4 stages        constraint_model="mujoco" only: stages 1..3 each a smooth dynamics +
+                      contact stage at their state (MuJoCo's soft forces are state functions)
     integrate         q⁺ = q ⊕ v⁺ dt                            (manifold integration;
                       RK4: q ⊕ (v̄ + ½ (v⁺ − v_f)) dt)
     project           q⁺ onto the equality constraints          (one Gauss–Newton step)

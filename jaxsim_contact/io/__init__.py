@@ -14,6 +14,7 @@ from ._checkpoint import (
 )
 from ._errors import (
     DegenerateMeshError,
+    ClampedParameterWarning,
     IgnoredOptionWarning,
     IgnoredSensorWarning,
     InvalidActuatorError,
@@ -67,6 +68,7 @@ __all__ = [
     "UnsupportedFeatureError",
     "SelfOverlapWarning",
     "IgnoredOptionWarning",
+    "ClampedParameterWarning",
     "IgnoredSensorWarning",
     "InvalidActuatorError",
     "InvalidFluidError",

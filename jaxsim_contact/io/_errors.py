@@ -83,6 +83,13 @@ class IgnoredOptionWarning(UserWarning):
     and collision settings); the message names each one (:mod:`jaxsim_contact.io._options`)."""
 
 
+class ClampedParameterWarning(UserWarning):
+    """Under ``constraint_model="mujoco"``: a ``solref`` / ``solimp`` outside MuJoCo's valid range,
+    used as MuJoCo uses it (``getsolparam``: mixed-sign ``solref`` replaced by the default, a time
+    constant below ``2 timestep`` raised to it, ``solimp`` clamped); the message names each
+    element, its value and the value used (:mod:`jaxsim_contact.io._soft_parameters`)."""
+
+
 def describe(kind: str, name: str, index: int) -> str:
     """``"body 'torso'"`` or ``"body #3"`` when the element is unnamed."""
     return f"{kind} '{name}'" if name else f"{kind} #{index}"

@@ -35,6 +35,7 @@ from ._errors import (
 from ._meshes import check_meshes
 from ._overlaps import exclude_self_overlaps as handle_self_overlaps
 from ._options import apply_options
+from ._soft_parameters import warn_out_of_range
 from ._urdf import add_floating_base, inline_unreadable_meshes, resolve_mesh_files
 from ._validation import check_compiled, check_spec, check_xml, parse_xml
 
@@ -137,6 +138,7 @@ def mujoco_compatible(model: Model, mj) -> Model:
     ``mj`` (a :class:`~jaxsim_contact.contact.PrimalNewton` capped at ``<option iterations>``;
     its tolerance stays tight, 1e-10 on the CCP residual, since MuJoCo's ``tolerance`` measures
     the relative cost decrease, another quantity)."""
+    warn_out_of_range(mj, model.source)
     solver = PrimalNewton(max_iterations=max(int(mj.opt.iterations), 1), tolerance=1e-10)
     return model.replace_options(constraint_model=ConstraintModel.MUJOCO, solver=solver).astype(model.dtype)
 

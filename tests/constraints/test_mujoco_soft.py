@@ -177,6 +177,31 @@ def test_override_flag_matches_mj_step(tmp_path):
     assert worst_q < 1e-10 and worst_v < 1e-8, (worst_q, worst_v)
 
 
+def test_out_of_range_parameters_are_named_and_used_as_mujoco_uses_them(tmp_path):
+    """``solimp`` outside ``[1e-4, 0.9999]``, a time constant below ``2 timestep`` and mixed-sign
+    ``solref`` on a geom and a joint limit: one ``ClampedParameterWarning`` names each element,
+    and the step still equals ``mj_step`` (MuJoCo clamps and replaces them the same way)."""
+    path = tmp_path / "bad.xml"
+    path.write_text("""<mujoco><option timestep="0.002" tolerance="1e-15" iterations="1000"/><worldbody>
+      <geom name="floor" type="plane" size="5 5 .1" solimp="1.2 0.95 0.001 0.5 2" solref="0.001 1"/>
+      <body pos="0 0 0.1"><freejoint/><geom name="ball" type="sphere" size=".1" solref="0.02 -1"/></body>
+      <body pos="1 0 0.5"><joint name="hinge" type="hinge" range="-0.2 0.2" solreflimit="-100 0.5"/>
+        <geom type="capsule" size=".05" fromto="0 0 0 0.3 0 0" contype="0" conaffinity="0"/></body>
+      </worldbody></mujoco>""")
+    with pytest.warns(jc.io.ClampedParameterWarning) as record:
+        jc.load(path, constraint_model="mujoco")
+    message = str(record[0].message)
+    for expected in ("geom 'floor': solimp [1.2", "geom 'floor': solref time constant 0.001",
+                     "geom 'ball': mixed-sign solref", "joint limit 'hinge': mixed-sign solref"):
+        assert expected in message, message
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", jc.io.ClampedParameterWarning)
+        jc.load(path)  # the hard model does not use them: no warning
+    worst_q, worst_v, rows = _compare(path, 3)
+    assert rows > 0
+    assert worst_q < 1e-10 and worst_v < 1e-8, (worst_q, worst_v)
+
+
 def test_elliptic_condim_six_is_refused_by_name(tmp_path):
     path = tmp_path / "rolling.xml"
     path.write_text("""<mujoco><option cone="elliptic"/><worldbody>
