@@ -22,6 +22,14 @@ drops an option silently (issue 44):
   (contacts are speculative anyway), ``energy`` (energy is computed on demand, ``jc.energy``).
   ``cone`` needs no warning: hard contacts obey the exact (elliptic) Coulomb cone whichever
   MuJoCo approximation the model names.
+
+Under ``constraint_model="mujoco"`` the rows follow MuJoCo's soft model, so more is applied:
+``cone``, ``impratio``, ``iterations`` (the Newton cap), ``o_solref`` / ``o_solimp`` under
+``override``, the ``refsafe`` flag; and the choices that do not change the converged answer of
+MuJoCo's strictly convex problem — ``solver`` (Newton, CG and PGS solve the same problem; ours is
+Newton), ``tolerance`` (ours stops at a 1e-10 residual), ``ls_iterations``, ``ls_tolerance``,
+``jacobian`` — are not warned about. ``noslip_*`` (a post-processing that changes the forces),
+``diagexact`` and the collision settings are warned about in both modes.
 """
 
 from __future__ import annotations
@@ -65,9 +73,9 @@ def _enabled(mj, name: str) -> bool:
     return bool(int(mj.opt.enableflags) & _bit(mujoco.mjtEnableBit, f"mjENBL_{name}"))
 
 
-#: fields the MuJoCo-compatible constraint model honours (``Options.constraint_model="mujoco"``:
-#: the cone and impratio shape its rows, iterations and tolerance its Newton solver)
-_SOFT_FIELDS = ("impratio", "iterations", "tolerance")
+#: fields the MuJoCo-compatible constraint model honours or whose effect it has (module docstring)
+_SOFT_FIELDS = ("impratio", "iterations", "tolerance", "solver", "ls_iterations", "ls_tolerance",
+                "jacobian")
 
 
 def check_options(mj, path: Path, soft: bool = False) -> None:
@@ -90,7 +98,8 @@ def check_options(mj, path: Path, soft: bool = False) -> None:
             ignored.append(f"{field}={value.tolist()}")
     if _enabled(mj, "OVERRIDE") and not soft:
         ignored.append("override o_solref / o_solimp (o_friction and o_margin are applied)")
-    ignored += [f"flag {name.lower()}=disable" for name in _IGNORED_DISABLE if _disabled(mj, name)]
+    ignored += [f"flag {name.lower()}=disable" for name in _IGNORED_DISABLE
+                if _disabled(mj, name) and not (soft and name == "REFSAFE")]
     ignored += [f"flag {name.lower()}=enable" for name in _IGNORED_ENABLE if _enabled(mj, name)]
     if ignored:
         warnings.warn(

@@ -202,6 +202,34 @@ def test_out_of_range_parameters_are_named_and_used_as_mujoco_uses_them(tmp_path
     assert worst_q < 1e-10 and worst_v < 1e-8, (worst_q, worst_v)
 
 
+def test_solver_choices_are_not_warned_and_refsafe_is_honoured(tmp_path):
+    """In this mode ``solver="CG"``, ``jacobian`` and the line-search settings do not change the
+    converged answer (not warned about), ``refsafe="disable"`` is applied (a time constant below
+    ``2 timestep`` kept: the step still equals ``mj_step``), and ``noslip_iterations`` — a
+    post-processing that changes MuJoCo's forces — is still named."""
+    path = tmp_path / "options.xml"
+    path.write_text("""<mujoco><option timestep="0.002" solver="CG" jacobian="sparse" ls_iterations="7"
+        noslip_iterations="3" tolerance="1e-15" iterations="1000"><flag refsafe="disable"/></option>
+      <worldbody><geom name="floor" type="plane" size="5 5 .1" solref="0.003 1"/>
+      <body pos="0 0 0.1"><freejoint/><geom name="ball" type="sphere" size=".1"/></body>
+      </worldbody></mujoco>""")
+    with pytest.warns(jc.io.IgnoredOptionWarning) as record:
+        jc.load(path, constraint_model="mujoco")
+    soft_message = " ".join(str(r.message) for r in record)
+    assert "noslip_iterations=3" in soft_message
+    for honoured in ("solver=", "jacobian=", "ls_iterations=", "refsafe"):
+        assert honoured not in soft_message, soft_message
+    with pytest.warns(jc.io.IgnoredOptionWarning) as record:
+        jc.load(path)
+    hard_message = " ".join(str(r.message) for r in record)
+    assert "solver=" in hard_message and "refsafe=disable" in hard_message
+    no_noslip = tmp_path / "no_noslip.xml"
+    no_noslip.write_text(path.read_text().replace('noslip_iterations="3"', ""))
+    worst_q, worst_v, rows = _compare(no_noslip, 3)
+    assert rows > 0
+    assert worst_q < 1e-10 and worst_v < 1e-8, (worst_q, worst_v)
+
+
 def test_elliptic_condim_six_is_refused_by_name(tmp_path):
     path = tmp_path / "rolling.xml"
     path.write_text("""<mujoco><option cone="elliptic"/><worldbody>
