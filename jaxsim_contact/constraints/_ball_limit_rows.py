@@ -10,7 +10,8 @@ requires ``range[0] = 0`` for ball joints) and its normal row is ``−a`` on the
 (``a`` is fixed by its own rotation). Where MuJoCo adds this row softly when ``distance <
 margin``, here it is a hard unilateral slot like a hinge limit (:mod:`._limit_rows`, whose
 compliance, push-out cap and speculative window it shares: active when the limit is within the
-margin or reachable within the step at the current ``θ̇``).
+margin or reachable within the step at the current ``θ̇``; under ``constraint_model="mujoco"``
+MuJoCo's soft row, while ``distance < margin``).
 
 The row's ``B = J L⁻ᵀ`` entries are a weighted gather of three columns of ``L⁻¹`` (no dense
 ``(m, nv)`` Jacobian). At ``θ = 0`` the axis is undefined; a limit with ``max(range) > 0`` is far
@@ -29,6 +30,7 @@ from .._math import safe_norm, safe_normalize
 from .._model import Model
 from .._types import JointType
 from ._limit_rows import LimitBlock
+from ._soft import is_mujoco, normal_soft_rows, require_soft
 
 __all__ = ["BallLimitRows", "limited_ball_joints", "ball_limit_rows", "ball_limits_in_reach",
            "ball_angles"]
@@ -71,6 +73,18 @@ class BallLimitRows(LimitBlock):
     axis: jax.Array
     dof: tuple[int, ...] = eqx.field(static=True)
 
+    def soft_rows(self, model, velocity_now, dt):
+        """MuJoCo's ball-limit row (``mj_instantiateLimit``): the joint's ``solref`` /
+        ``solimp`` / ``margin``, ``A_ii`` its first dof's ``invweight0`` (``mj_diagApprox``)."""
+        soft = require_soft(model)
+        dtype = self.distance.dtype
+        joints = np.asarray(limited_ball_joints(model), dtype=np.int64)
+        return normal_soft_rows(
+            soft.joint_solref.astype(dtype)[joints], soft.joint_solimp.astype(dtype)[joints],
+            self.distance, soft.joint_margin.astype(dtype)[joints],
+            soft.dof_invweight0.astype(dtype)[np.asarray(self.dof, np.int64)],
+            velocity_now[:, 2], dt, soft.refsafe)
+
     def factor_and_velocity_rows(self, model, smooth, velocity):
         dofs = np.asarray(self.dof, dtype=np.int64)[:, None] + np.arange(3)  # (m, 3)
         row = jnp.where(self.active[:, None], -self.axis, 0.0)  # the Jacobian on the joint's dofs
@@ -87,6 +101,8 @@ def _window(model: Model, q, v, dt, margin, joints):
     qpos = np.asarray(tree.joint_qpos_adr, dtype=np.int64)[index][:, None] + np.arange(4)
     angle, axis = ball_angles(q[qpos])
     distance = jnp.max(model.joint_range.astype(q.dtype)[index], axis=-1) - angle
+    if is_mujoco(model):  # MuJoCo: a row while dist < the joint's margin
+        return distance, axis, distance < require_soft(model).joint_margin.astype(q.dtype)[index]
     dofs = _first_dofs(model, joints)[:, None] + np.arange(3)
     approach = jnp.maximum(jnp.sum(axis * v[dofs], axis=-1), 0.0)  # θ̇ where the angle grows
     # speculative window: the limit can be reached within the step at the current speed

@@ -230,6 +230,16 @@ def test_solver_choices_are_not_warned_and_refsafe_is_honoured(tmp_path):
     assert worst_q < 1e-10 and worst_v < 1e-8, (worst_q, worst_v)
 
 
+def test_ball_joint_limits_match_mj_step():
+    """Limited ball joints (a hanging chain swinging into its cones; one joint with its own
+    ``solreflimit`` / ``solimplimit`` / ``margin``): MuJoCo's row ``−axis`` on the joint's dofs
+    while ``max(range) − θ < margin``."""
+    worst_q, worst_v, rows = _compare(MODELS / "soft_ball_limits.xml", 6)
+    assert rows >= 4
+    # measured 7e-16 / 5e-13
+    assert worst_q < 1e-10 and worst_v < 1e-8, (worst_q, worst_v)
+
+
 def test_elliptic_condim_six_is_refused_by_name(tmp_path):
     path = tmp_path / "rolling.xml"
     path.write_text("""<mujoco><option cone="elliptic"/><worldbody>
