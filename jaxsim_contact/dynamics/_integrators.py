@@ -170,8 +170,8 @@ def _tangent_rate(rotation_dofs: np.ndarray, theta: jax.Array, v: jax.Array) -> 
 
 
 def rk4_velocities(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array,
-                   acceleration: jax.Array, dt: jax.Array, act=None, act_rate=None,
-                   stage_acceleration=None):
+                   acceleration: jax.Array | None, dt: jax.Array, act=None, act_rate=None,
+                   stage_acceleration=None, include_first_stage: bool = False):
     """MuJoCo's RK4 of the smooth dynamics from ``(q, v)`` (module docstring).
 
     Ball and free-joint rotations advance as Runge–Kutta–Munthe-Kaas on SO(3) (as MuJoCo 4.0.0's
@@ -186,14 +186,18 @@ def rk4_velocities(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array,
       dt: scalar step (s).
       act, act_rate: ``(na,)`` activations and their rate at ``(q, v)`` (``None`` without
         activations); the activations are RK4 states too (MuJoCo's ``X`` holds ``act``).
-      stage_acceleration: ``(q_k, v_k, act_k) -> (a_k (nv,), error bits int32)``, the
-        acceleration of stages 1..3; default the smooth ``M⁻¹ f`` (no error). The
+      stage_acceleration: ``(q_k, v_k, act_k) -> (a_k (nv,), error bits int32, aux)``, the
+        acceleration of stages 1..3; default the smooth ``M⁻¹ f`` (no error, no aux). The
         MuJoCo-compatible constraint model passes one that re-solves its soft constraints at the
         stage, as ``mj_RungeKutta`` does (its ``mj_forwardSkip`` per stage).
+      include_first_stage: static; stage 0 is one more iteration of the same scan (its
+        ``acceleration`` and ``act_rate`` are then computed, not given: pass ``None``), so a
+        costly ``stage_acceleration`` is traced once.
     Returns:
-      ``(free_velocity, position_velocity, act_rate, error)``: ``v + h Σ b_k a_k`` and ``v̄ = Σ
-      b_k K_k`` ``(nv,)`` (``q`` advances by ``q ⊕ h v̄`` when no constraint acts), the weighted
-      activation rate ``Σ b_k ȧ_k`` ``(na,)`` (or ``None``), and the OR of the stages' error bits.
+      ``(free_velocity, position_velocity, act_rate, error, aux)``: ``v + h Σ b_k a_k`` and ``v̄ =
+      Σ b_k K_k`` ``(nv,)`` (``q`` advances by ``q ⊕ h v̄`` when no constraint acts), the weighted
+      activation rate ``Σ b_k ȧ_k`` ``(na,)`` (or ``None``), the OR of the stages' error bits, and
+      the stages' ``aux`` stacked on a leading axis (stage 0 first when included).
     """
     weights = jnp.asarray(RK4_WEIGHTS, v.dtype)
     rotation_dofs = _rotation_dofs(model)
@@ -205,7 +209,7 @@ def rk4_velocities(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array,
     if stage_acceleration is None:
         def stage_acceleration(stage_q, stage_v, stage_act):
             return (_smooth_acceleration(model, stage_q, stage_v, ctrl, stage_act),
-                    jnp.zeros((), jnp.int32))
+                    jnp.zeros((), jnp.int32), None)
 
     def stage(carry, inputs):
         (previous_rate, previous_acceleration, previous_act_rate, rate_sum, acceleration_sum,
@@ -213,23 +217,31 @@ def rk4_velocities(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array,
         fraction, weight = inputs
         theta = fraction * dt * previous_rate
         stage_q = integrate_positions(model, q, theta, jnp.ones((), v.dtype))
+        if include_first_stage:  # stage 0 at q itself (no renormalisation of its quaternions)
+            stage_q = jnp.where(fraction == 0, q, stage_q)
         stage_v = v + fraction * dt * previous_acceleration
         stage_act = act + fraction * dt * previous_act_rate
-        stage_a, stage_error = stage_acceleration(stage_q, stage_v, stage_act if has_act else None)
+        stage_a, stage_error, aux = stage_acceleration(stage_q, stage_v, stage_act if has_act else None)
         stage_act_rate = (activation_rate(model, clamped_ctrl, stage_act) if has_act
                           else previous_act_rate)
         stage_rate = _tangent_rate(rotation_dofs, theta, stage_v)
         carry = (stage_rate, stage_a, stage_act_rate, rate_sum + weight * stage_rate,
                  acceleration_sum + weight * stage_a, act_rate_sum + weight * stage_act_rate,
                  error | stage_error)
-        return carry, None
+        return carry, aux
 
     # one traced copy of the stage for the three stages (compile time), reverse mode through scan
-    init = (v, acceleration, act_rate, weights[0] * v, weights[0] * acceleration,
-            weights[0] * act_rate, jnp.zeros((), jnp.int32))
-    stages = (jnp.asarray(RK4_STAGE_FRACTIONS, v.dtype), weights[1:])
-    (_, _, _, rate_sum, acceleration_sum, act_rate_sum, error), _ = jax.lax.scan(stage, init, stages)
-    return v + dt * acceleration_sum, rate_sum, (act_rate_sum if has_act else None), error
+    no_error = jnp.zeros((), jnp.int32)
+    if include_first_stage:
+        zeros = jnp.zeros_like(v)
+        init = (zeros, zeros, jnp.zeros_like(act), zeros, zeros, jnp.zeros_like(act), no_error)
+        stages = (jnp.asarray((0.0,) + RK4_STAGE_FRACTIONS, v.dtype), weights)
+    else:
+        init = (v, acceleration, act_rate, weights[0] * v, weights[0] * acceleration,
+                weights[0] * act_rate, no_error)
+        stages = (jnp.asarray(RK4_STAGE_FRACTIONS, v.dtype), weights[1:])
+    (_, _, _, rate_sum, acceleration_sum, act_rate_sum, error), aux = jax.lax.scan(stage, init, stages)
+    return v + dt * acceleration_sum, rate_sum, (act_rate_sum if has_act else None), error, aux
 
 
 def integrator_matrix_is_symmetric(model: Model) -> bool:

@@ -150,7 +150,7 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
     # H = M: the acceleration is RK4's stage 0. (Under the soft model the stages re-solve the
     # constraints: step() runs them after the contact stage, _soft_runge_kutta.)
     if integrator == Integrator.RK4 and not soft:
-        free_velocity, position_velocity, act_rate, _ = rk4_velocities(
+        free_velocity, position_velocity, act_rate, _, _ = rk4_velocities(
             model, q, v, ctrl, acceleration, dt, act, act_rate)
     return SmoothDynamics(mass_matrix=mass, cholesky=chol, cholesky_inverse=chol_inv,
                           smooth_force=force, free_velocity=free_velocity, kinematics=kin,
@@ -234,20 +234,23 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
     """
     dt = model.options.dt.astype(state.q.dtype)
     guard = _guard_inputs(model, state, ctrl)  # fault isolation: bad inputs step a stand-in
-    with jax.named_scope("smooth_dynamics"):  # kinematics, M, bias, passive and actuator forces
-        smooth = smooth_dynamics(model, guard.state, guard.ctrl)
-    with jax.named_scope("contact_stage"):  # collision, constraint rows, solve: v⁺ from v_f
-        v_next, contact, contact_error = contact_stage(model, guard.state, smooth, dt)
-    if _soft_rk4(model):  # MuJoCo's RK4 re-solves its soft constraints at every stage
+    if _soft_rk4(model):  # MuJoCo's RK4: a full forward pass (and constraint solve) per stage
         with jax.named_scope("runge_kutta_stages"):
-            smooth, v_next, stage_error = _soft_runge_kutta(model, guard, smooth, contact, dt)
-        contact_error = contact_error | stage_error
-    q_next = integrate_positions(model, guard.state.q, _position_velocity(smooth, v_next), dt)
-    # equalities: their position drift projected out (a bit when they are incompatible)
-    q_next, unsatisfied = project_equalities(model, q_next, smooth.cholesky_inverse)
-    contact_error = contact_error | error_bit(unsatisfied, ErrorFlag.EQUALITY_NOT_SATISFIED)
+            v_next, position_velocity, act_rate, contact, contact_error = _soft_runge_kutta(
+                model, guard, dt)
+        q_next = integrate_positions(model, guard.state.q, position_velocity, dt)
+    else:
+        with jax.named_scope("smooth_dynamics"):  # kinematics, M, bias, passive, actuator forces
+            smooth = smooth_dynamics(model, guard.state, guard.ctrl)
+        with jax.named_scope("contact_stage"):  # collision, constraint rows, solve: v⁺ from v_f
+            v_next, contact, contact_error = contact_stage(model, guard.state, smooth, dt)
+        q_next = integrate_positions(model, guard.state.q, _position_velocity(smooth, v_next), dt)
+        # equalities: their position drift projected out (a bit when they are incompatible)
+        q_next, unsatisfied = project_equalities(model, q_next, smooth.cholesky_inverse)
+        contact_error = contact_error | error_bit(unsatisfied, ErrorFlag.EQUALITY_NOT_SATISFIED)
+        act_rate = smooth.activation_rate
     act_next = state.act if model.na == 0 else next_activation(  # MuJoCo mj_nextActivation
-        model, _activations(model, guard.state), smooth.activation_rate, dt)
+        model, _activations(model, guard.state), act_rate, dt)
     return _advance_or_hold(model, state, guard, q_next, v_next, contact, contact_error, act_next)
 
 
@@ -256,37 +259,35 @@ def _soft_rk4(model: Model) -> bool:
             and model.options.constraint_model is ConstraintModel.MUJOCO)
 
 
-def _soft_runge_kutta(model: Model, guard: "_Guard", smooth: SmoothDynamics, contact, dt):
+def _soft_runge_kutta(model: Model, guard: "_Guard", dt):
     """RK4 under MuJoCo's soft constraint model (``mj_RungeKutta``): every stage's acceleration is
     a full forward pass — smooth dynamics, collision, rows and the soft solve at the stage's
-    ``(q_k, v_k, act_k)`` — ``a_k = M⁻¹ (f_k + Jᵀ λ_k)``; stage 0's solve is the contact stage
-    the step already ran (``contact``, which also warm-starts the later stages). Soft forces are
-    a function of the state, so the stages integrate them like any smooth force.
+    ``(q_k, v_k, act_k)`` — ``a_k = M⁻¹ (f_k + Jᵀ λ_k)``. Soft forces are a function of the state,
+    so the stages integrate them like any smooth force. The four stages are one ``lax.scan``
+    (the contact stage is traced once); each is warm-started from the previous step's forces.
 
     Returns:
-      ``(smooth, v_next, error)``: ``smooth`` with RK4's ``v̄`` and weighted activation rate,
-      ``free_velocity = v_next = v + h Σ b_k a_k``, and the OR of stages 1..3's error bits.
+      ``(v_next, position_velocity, act_rate, contact, error)``: ``v + h Σ b_k a_k``, RK4's
+      ``v̄``, the weighted activation rate, stage 0's :class:`ContactData` (the forces at the
+      state the step starts from, MuJoCo's ``efc_force`` after ``mj_forward``) and the OR of the
+      stages' error bits.
     """
     state = guard.state
-    inverse = smooth.cholesky_inverse  # H = M for RK4
-    acceleration = inverse.T @ (inverse @ (smooth.smooth_force + contact.generalized_force))
 
     def stage_acceleration(stage_q, stage_v, stage_act):
         stage_state = State(q=stage_q, v=stage_v, time=state.time, error=state.error,
-                            contact=contact, act=stage_act)
-        stage_smooth = smooth_dynamics(model, stage_state, guard.ctrl)
-        _, stage_contact, error = contact_stage(model, stage_state, stage_smooth, dt)
-        stage_inverse = stage_smooth.cholesky_inverse
-        force = stage_smooth.smooth_force + stage_contact.generalized_force
-        return stage_inverse.T @ (stage_inverse @ force), error
+                            contact=state.contact, act=stage_act)
+        smooth = smooth_dynamics(model, stage_state, guard.ctrl)
+        _, contact, error = contact_stage(model, stage_state, smooth, dt)
+        inverse = smooth.cholesky_inverse  # H = M for RK4
+        force = smooth.smooth_force + contact.generalized_force
+        return inverse.T @ (inverse @ force), error, contact
 
-    v_next, position_velocity, act_rate, error = rk4_velocities(
-        model, state.q, state.v, guard.ctrl, acceleration, dt, _activations(model, state),
-        smooth.activation_rate, stage_acceleration)
-    smooth = eqx.tree_at(lambda s: (s.free_velocity, s.position_velocity, s.activation_rate),
-                         smooth, (v_next, position_velocity, act_rate),
-                         is_leaf=lambda x: x is None)
-    return smooth, v_next, error
+    v_next, position_velocity, act_rate, error, contacts = rk4_velocities(
+        model, state.q, state.v, guard.ctrl, None, dt, _activations(model, state), None,
+        stage_acceleration, include_first_stage=True)
+    contact = jax.tree_util.tree_map(lambda x: x[0], contacts)
+    return v_next, position_velocity, act_rate, contact, error
 
 
 def _position_velocity(smooth: SmoothDynamics, v_next: jax.Array) -> jax.Array:
