@@ -271,6 +271,7 @@ def run_child(entry, args) -> dict:
         return dict(status="crashed", message=tail.replace(entry.path, entry.key)[:300])
     row = json.loads(lines[-1][len("RESULT "):])
     row["wall_s"] = round(time.perf_counter() - t0, 1)
+    row["commit"] = corpus_tools.git("rev-parse", "--short", "HEAD", cwd=HERE)
     return row
 
 
@@ -291,7 +292,8 @@ def report(entries, args) -> str:
              "Method: the script's docstring. One step: worst over the states; dq, dv absolute (m, "
              "rad, m/s, rad/s); qfrc and contact force relative to the largest entry; contacts: "
              "matched / MuJoCo's / ours. Trajectory: zero controls from the start configuration; "
-             "`>1e-6 at` is the first step with max |dqpos| > 1e-6 (– : never).", ""]
+             "`>1e-6 at` is the first step with max |dqpos| > 1e-6 (– : never). Commits of the "
+             "rows: " + ", ".join(sorted({r.get("commit", "?") for r in rows.values()})) + ".", ""]
     status = defaultdict(int)
     for r in rows.values():
         status[r["status"]] += 1
