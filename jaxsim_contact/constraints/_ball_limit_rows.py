@@ -29,8 +29,8 @@ import numpy as np
 from .._math import safe_norm, safe_normalize
 from .._model import Model
 from .._types import JointType
-from ._limit_rows import LimitBlock
-from ._soft import is_mujoco, normal_soft_rows, require_soft
+from ._limit_rows import LimitBlock, joint_limit_soft_rows
+from ._soft import is_mujoco, require_soft
 
 __all__ = ["BallLimitRows", "limited_ball_joints", "ball_limit_rows", "ball_limits_in_reach",
            "ball_angles"]
@@ -74,16 +74,9 @@ class BallLimitRows(LimitBlock):
     dof: tuple[int, ...] = eqx.field(static=True)
 
     def soft_rows(self, model, velocity_now, dt):
-        """MuJoCo's ball-limit row (``mj_instantiateLimit``): the joint's ``solref`` /
-        ``solimp`` / ``margin``, ``A_ii`` its first dof's ``invweight0`` (``mj_diagApprox``)."""
-        soft = require_soft(model)
-        dtype = self.distance.dtype
-        joints = np.asarray(limited_ball_joints(model), dtype=np.int64)
-        return normal_soft_rows(
-            soft.joint_solref.astype(dtype)[joints], soft.joint_solimp.astype(dtype)[joints],
-            self.distance, soft.joint_margin.astype(dtype)[joints],
-            soft.dof_invweight0.astype(dtype)[np.asarray(self.dof, np.int64)],
-            velocity_now[:, 2], dt, soft.refsafe)
+        """MuJoCo's ball-limit row (``mj_instantiateLimit``)."""
+        return joint_limit_soft_rows(model, limited_ball_joints(model), self.dof, self.distance,
+                                     velocity_now, dt)
 
     def factor_and_velocity_rows(self, model, smooth, velocity):
         dofs = np.asarray(self.dof, dtype=np.int64)[:, None] + np.arange(3)  # (m, 3)

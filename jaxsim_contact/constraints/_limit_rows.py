@@ -81,16 +81,8 @@ class LimitRows(LimitBlock):
     dof: tuple[int, ...] = eqx.field(static=True)
 
     def soft_rows(self, model, velocity_now, dt):
-        """MuJoCo's limit rows: the joint's ``solref`` / ``solimp`` / ``margin``, ``A_ii`` its
-        dof's ``invweight0`` (``mj_diagApprox``)."""
-        soft = require_soft(model)
-        dtype = self.distance.dtype
-        joints = np.asarray(limited_joints(model), dtype=np.int64)
-        return normal_soft_rows(
-            soft.joint_solref.astype(dtype)[joints], soft.joint_solimp.astype(dtype)[joints],
-            self.distance, soft.joint_margin.astype(dtype)[joints],
-            soft.dof_invweight0.astype(dtype)[np.asarray(self.dof, np.int64)],
-            velocity_now[:, 2], dt, soft.refsafe)
+        return joint_limit_soft_rows(model, limited_joints(model), self.dof, self.distance,
+                                     velocity_now, dt)
 
     def factor_and_velocity_rows(self, model, smooth, velocity):
         dof = np.asarray(self.dof, dtype=np.int64)
@@ -99,6 +91,20 @@ class LimitRows(LimitBlock):
         normal_rows = row_sign[:, None] * smooth.cholesky_inverse.T[dof]
         normal_velocity = row_sign[:, None] * both_velocities[dof]
         return self.with_empty_tangent_rows(normal_rows, normal_velocity)
+
+
+def joint_limit_soft_rows(model: Model, joints, dofs, distance, velocity_now, dt):
+    """MuJoCo's rows of the limits of ``joints`` (hinge, slide or ball; ``dofs`` each joint's
+    first dof): the joint's ``solref`` / ``solimp`` / ``margin``, ``A_ii`` its first dof's
+    ``invweight0`` (``mj_diagApprox``, ``mjCNSTR_LIMIT_JOINT``)."""
+    soft = require_soft(model)
+    dtype = distance.dtype
+    joints = np.asarray(joints, dtype=np.int64)
+    return normal_soft_rows(
+        soft.joint_solref.astype(dtype)[joints], soft.joint_solimp.astype(dtype)[joints],
+        distance, soft.joint_margin.astype(dtype)[joints],
+        soft.dof_invweight0.astype(dtype)[np.asarray(dofs, np.int64)], velocity_now[:, 2], dt,
+        soft.refsafe)
 
 
 def _window(model: Model, q, v, dt, margin, joints):
