@@ -13,7 +13,8 @@ process with a timeout:
 * **one step** from ``--states`` states (settled for 0, 50, 100, ... MuJoCo steps from the start,
   then N(0, 0.5²) velocities added): worst ``|Δqpos|``, ``|Δqvel|`` after one step; worst
   ``|Δ qfrc_constraint|`` (``Jᵀ efc_force`` of ``mj_forward`` at the state against our stage's
-  ``Jᵀ f``) relative to the largest entry; contacts matched by world point (1e-9 m) — the worst
+  ``Jᵀ f``) relative to the largest entry; contacts matched by geom pair and world point (1e-9
+  m) — the worst
   difference of the contact's world force (``mj_contactForce`` rotated by ``contact.frame``;
   ours: the contact's slots, pyramid edges summed) relative to the largest, and per geom-type pair
   MuJoCo's contacts, ours and the matched ones (a collider that produces other points shows here);
@@ -92,7 +93,7 @@ def pair_type(mj, g1: int, g2: int) -> str:
 
 
 def mujoco_contacts(mj, data):
-    """MuJoCo's contacts with rows: ``(point (3,), world force (3,), pair type)``."""
+    """MuJoCo's contacts with rows: ``(point (3,), world force (3,), pair type, geoms)``."""
     out = []
     force = np.zeros(6)
     for i in range(data.ncon):
@@ -101,12 +102,14 @@ def mujoco_contacts(mj, data):
             continue
         mujoco.mj_contactForce(mj, data, i, force)
         world = np.asarray(con.frame).reshape(3, 3).T @ force[:3]
-        out.append((np.array(con.pos), world, pair_type(mj, con.geom1, con.geom2)))
+        out.append((np.array(con.pos), world, pair_type(mj, con.geom1, con.geom2),
+                    frozenset((int(con.geom1), int(con.geom2)))))
     return out
 
 
 def our_contacts(mj, model, contact):
-    """Our active contact slots grouped by point: ``(point, world force, pair type)``."""
+    """Our active contact slots grouped by geom pair and point (pyramid edges are slots of one
+    contact): ``(point, world force, pair type, geoms)``."""
     from jaxsim_contact.collision._narrowphase import KEY_STRIDE
     from jaxsim_contact.collision._pairs import collision_structure
 
@@ -118,10 +121,11 @@ def our_contacts(mj, model, contact):
     key = np.asarray(contact.key)[span]
     groups = {}
     for k in np.flatnonzero(active):
-        label = tuple(np.round(point[k], 12))
+        g1, g2 = pairs[int(key[k]) // KEY_STRIDE]
+        geoms = frozenset((int(g1), int(g2)))
+        label = (geoms, tuple(np.round(point[k], 12)))
         if label not in groups:
-            g1, g2 = pairs[int(key[k]) // KEY_STRIDE]
-            groups[label] = [point[k], np.zeros(3), pair_type(mj, int(g1), int(g2))]
+            groups[label] = [point[k], np.zeros(3), pair_type(mj, int(g1), int(g2)), geoms]
         groups[label][1] = groups[label][1] + world[k]
     return [tuple(g) for g in groups.values()]
 
@@ -170,18 +174,18 @@ def compare_rows(theirs: dict, ours: dict) -> tuple[float, int, int]:
 
 
 def compare_contacts(theirs, ours, per_type) -> float:
-    """Match by point; add counts to ``per_type``; worst force difference (N)."""
+    """Match by geom pair and point; add counts to ``per_type``; worst force difference (N)."""
     worst = 0.0
     used = set()
-    for point, force, kind in theirs:
+    for point, force, kind, geoms in theirs:
         per_type[kind]["mujoco"] += 1
-        for j, (p, f, _) in enumerate(ours):
-            if j not in used and np.abs(p - point).max() < MATCH_DISTANCE:
+        for j, (p, f, _, g) in enumerate(ours):
+            if j not in used and g == geoms and np.abs(p - point).max() < MATCH_DISTANCE:
                 used.add(j)
                 per_type[kind]["matched"] += 1
                 worst = max(worst, float(np.abs(f - force).max()))
                 break
-    for _, _, kind in ours:
+    for _, _, kind, _ in ours:
         per_type[kind]["ours"] += 1
     return worst
 
@@ -235,7 +239,7 @@ def compare_model(entry, states: int, steps: int) -> dict:
         scale = max(1.0, float(np.abs(qfrc).max()))
         worst_qfrc = max(worst_qfrc, float(np.abs(np.asarray(ours.contact.generalized_force) - qfrc).max()) / scale)
         found = our_contacts(mj, model, ours.contact)
-        force_scale = max([1.0] + [float(np.abs(f).max()) for _, f, _ in theirs])
+        force_scale = max([1.0] + [float(np.abs(f).max()) for _, f, _, _ in theirs])
         worst_force = max(worst_force, compare_contacts(theirs, found, per_type) / force_scale)
         row_scale = max([1.0] + [abs(f) for f in their_rows.values()])
         worst, compared, unmatched = compare_rows(their_rows, our_row_forces(model, ours.contact))
