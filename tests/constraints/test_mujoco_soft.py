@@ -118,12 +118,13 @@ def test_impedance_closed_form():
     np.testing.assert_allclose(np.asarray(flat), 0.7)
 
 
-@pytest.mark.parametrize("gradient", ["implicit", "unrolled"])
-def test_soft_contact_step_derivatives_agree(gradient):
+@pytest.mark.parametrize("gradient, integrator", [("implicit", "Euler"), ("unrolled", "Euler"),
+                                                  ("implicit", "RK4")])
+def test_soft_contact_step_derivatives_agree(gradient, integrator):
     """jacfwd = jacrev = central differences of ``v⁺(v)`` for a sliding, penetrating ball on the
-    plane under the soft pyramid: the implicit rule at PrimalNewton's solution, and the
-    derivative through its unrolled iterations."""
-    xml = """<mujoco><option timestep="0.002"/><worldbody><geom type="plane" size="5 5 .1"/>
+    plane under the soft pyramid: the implicit rule at PrimalNewton's solution, the derivative
+    through its unrolled iterations, and RK4's four solves in one scan."""
+    xml = f"""<mujoco><option timestep="0.002" integrator="{integrator}"/><worldbody><geom type="plane" size="5 5 .1"/>
       <body pos="0 0 0.098"><freejoint/><geom type="sphere" size=".1" friction="0.5"/></body>
       </worldbody></mujoco>"""
     model = jc.io.from_mjmodel(mujoco.MjModel.from_xml_string(xml))
