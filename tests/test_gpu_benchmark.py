@@ -37,7 +37,7 @@ def test_gpu_command_at_toy_sizes(tmp_path):
         assert row["rate_per_s"] > 0 and row["compile_s"] > 0, (dtype, row)
         assert row["finite_fraction"] == 1.0, (dtype, row)
     measured = {(dtype, r["section"], r["engine"], r["setting"]) for dtype, r in rows}
-    assert {("float32", "step", "ours", "default hard"), ("float32", "step", "ours", "soft Newton"),
+    assert {("float32", "step", "ours", "default hard"), ("float32", "step", "ours", "MuJoCo soft"),
             ("float32", "step", "mjx", "MJX"), ("float32", "gradient", "ours", "forward, 3 steps"),
             ("float32", "gradient", "ours", "grad, 3 steps"), ("float64", "step", "ours", "default hard"),
             ("float64", "step", "mjx", "MJX")} <= measured
