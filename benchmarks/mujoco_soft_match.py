@@ -66,20 +66,32 @@ DIVERGENCE = 1e-6
 MATCH_DISTANCE = 1e-9
 
 
-def build_soft(entry):
-    """``(MjModel, jc.Model)`` of a corpus entry in the MuJoCo-compatible mode."""
+def build_soft(entry, balance_inertia: bool = False):
+    """``(MjModel, jc.Model)`` of a corpus entry in the MuJoCo-compatible mode; an inertia only
+    MuJoCo's ``balanceinertia`` accepts is loaded with it, as ``corpus.py`` does."""
+    try:
+        return _build_soft(entry, balance_inertia)
+    except ValueError as err:
+        if balance_inertia or "balance" not in str(err).lower() and "not positive definite" not in str(err):
+            raise
+        return _build_soft(entry, balance_inertia=True)
+
+
+def _build_soft(entry, balance_inertia: bool):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if entry.kind == "urdf":
-            spec = jc.io.prepare_spec(entry.path, floating_base=entry.floating_base)
+            spec = jc.io.prepare_spec(entry.path, floating_base=entry.floating_base,
+                                      balance_inertia=balance_inertia)
             corpus_tools.add_floor(spec)
             mj = jc.io.compile_spec(spec, entry.path, exclude_self_overlaps=False)
             model = jc.io.mujoco_compatible(jc.io.from_mjmodel(mj, source=entry.path), mj)
             from jaxsim_contact.constraints._soft_contacts import pair_condim
             pair_condim(model)  # what jc.load refuses in this mode
         else:
-            model = jc.load(entry.path, constraint_model="mujoco")
-            mj = jc.io.compile_mjmodel(entry.path, exclude_self_overlaps=False)
+            model = jc.load(entry.path, constraint_model="mujoco", balance_inertia=balance_inertia)
+            mj = jc.io.compile_mjmodel(entry.path, exclude_self_overlaps=False,
+                                       balance_inertia=balance_inertia)
     # the exact solution of MuJoCo's problem: its Newton at tolerance 1e-15 (a file's PGS stops
     # 1e-9 (pyramidal) to 0.8 m/s (elliptic) from it on gymnasium's humanoid in 1000 iterations)
     mj.opt.tolerance, mj.opt.iterations = 1e-15, 1000
