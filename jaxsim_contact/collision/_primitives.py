@@ -148,9 +148,10 @@ def plane_mesh(a: GeomData, b: GeomData, margin) -> Manifold:
 
 
 def _sphere_pair(center_a, radius_a, center_b, radius_b):
-    """Distance, midpoint and normal (a → b) of two spheres; ``+z`` at coincident centres."""
+    """Distance, midpoint and normal (a → b) of two spheres; ``+x`` at coincident centres (MuJoCo's
+    ``mju_normalize3`` fallback in ``mjraw_SphereSphere``)."""
     delta = center_b - center_a
-    normal = safe_normalize(delta, fallback=jnp.asarray(_Z, delta.dtype))
+    normal = safe_normalize(delta, fallback=jnp.asarray([1.0, 0.0, 0.0], delta.dtype))
     dist = safe_norm(delta) - radius_a - radius_b
     point = center_a + (radius_a + 0.5 * dist) * normal
     return dist, point, normal
