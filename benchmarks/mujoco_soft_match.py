@@ -163,13 +163,14 @@ def mujoco_row_forces(mj, data) -> dict:
 
 def our_row_forces(model, contact) -> dict:
     """Our slot forces of the same rows (:func:`mujoco_row_forces`' keys), active slots only."""
-    from jaxsim_contact.constraints import limited_joints
+    from jaxsim_contact.constraints import limited_ball_joints, limited_joints
 
     ranges = slot_ranges(model)
     force, active = np.asarray(contact.force)[:, 2], np.asarray(contact.active)
     labels = {}
-    for slot, joint in zip(range(ranges["limits"].start, ranges["limits"].stop), limited_joints(model)):
-        labels[slot] = ("limit", int(joint))
+    for block, joints in (("limits", limited_joints(model)), ("ball_limits", limited_ball_joints(model))):
+        for slot, joint in zip(range(ranges[block].start, ranges[block].stop), joints):
+            labels[slot] = ("limit", int(joint))
     friction = [("friction", int(d)) for d in model.frictionloss_dofs]
     friction += [("tendon friction", int(t)) for t in model.tendons.frictionloss_tendons]
     for slot, label in zip(range(ranges["friction"].start, ranges["friction"].stop), friction):
