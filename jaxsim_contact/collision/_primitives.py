@@ -93,19 +93,38 @@ def plane_box(a: GeomData, b: GeomData, margin) -> Manifold:
 
 
 def plane_cylinder(a: GeomData, b: GeomData, margin) -> Manifold:
-    normal, _ = _plane(a)
+    """MuJoCo's plane–cylinder points (``mjc_PlaneCylinder``): the deepest rim point ``P1`` of the
+    cap nearer the plane, the same radial point ``P2`` on the other cap, and two more points ``A``,
+    ``B`` on the nearer cap at ±120° from ``P1`` — a line of two points for a cylinder on its
+    side, a triangle for an upright one; ``P1`` is the deepest. Where the cap is parallel to the
+    plane the radial direction is the cylinder's own x axis, as in MuJoCo."""
+    normal, origin = _plane(a)
     axis = b.rot[:, 2]
     radius, half = b.size[0], b.size[1]
-    # deepest rim direction: -normal projected on the cap plane (any radial axis if parallel)
-    radial = safe_normalize(-normal + axis * (normal @ axis), fallback=b.rot[:, 0])
-    other = cross(axis, radial)
-    dirs = jnp.stack([radial, other, -radial, -other])
-    caps = jnp.stack([b.pos - half * axis, b.pos + half * axis])
-    rim = (caps[:, None, :] + radius * dirs[None, :, :]).reshape(8, 3)
-    height, mid, normal = _plane_points(a, rim)
-    index, valid = reduce_to_four(mid, height, jnp.ones((8,), bool), normal,
-                                  point_tolerance(radius + half))
-    return make_manifold(height[index], mid[index], normal, valid)
+    axis_projection = normal @ axis
+    # the axis pointing towards the plane
+    axis = jnp.where(axis_projection > 0, -axis, axis)
+    axis_projection = -jnp.abs(axis_projection)
+    centre_height = (b.pos - origin) @ normal
+    radial = axis * axis_projection - normal  # −normal without its component along the axis
+    length_sq = radial @ radial
+    tiny = jnp.asarray(1e-30, radial.dtype)  # MuJoCo's mjMINVAL²
+    general = length_sq >= tiny
+    radial = jnp.where(general, radial * (radius / jnp.sqrt(jnp.where(general, length_sq, 1.0))),
+                       b.rot[:, 0] * radius)
+    radial_projection = radial @ normal
+    along = axis * half
+    along_projection = axis_projection * half
+    sideways = safe_normalize(cross(radial, along), fallback=b.rot[:, 1]) * (radius * 3.0 ** 0.5 / 2)
+    near = b.pos + along
+    points = jnp.stack([near + radial, b.pos - along + radial,
+                        near + sideways - 0.5 * radial, near - sideways - 0.5 * radial])
+    height = jnp.stack([centre_height + along_projection + radial_projection,
+                        centre_height - along_projection + radial_projection,
+                        centre_height + along_projection - 0.5 * radial_projection,
+                        centre_height + along_projection - 0.5 * radial_projection])
+    mid = points - 0.5 * height[:, None] * normal
+    return make_manifold(height, mid, normal, jnp.ones((4,), bool))
 
 
 def plane_mesh(a: GeomData, b: GeomData, margin) -> Manifold:

@@ -260,6 +260,23 @@ def test_coincident_sphere_centres_take_mujocos_normal(tmp_path):
     assert worst_q < 1e-10 and worst_v < 1e-8, (worst_q, worst_v)
 
 
+def test_cylinders_on_a_plane_take_mujocos_points(tmp_path):
+    """Plane–cylinder contacts are MuJoCo's points (``mjc_PlaneCylinder``: the deepest rim point,
+    its twin on the other cap, two more at ±120° on the near cap), so cylinders on their side,
+    upright and tilted step as in ``mj_step`` (the earlier four-point rim manifold did not)."""
+    path = tmp_path / "cylinders.xml"
+    path.write_text("""<mujoco><option timestep="0.002" tolerance="1e-15" iterations="1000"/><worldbody>
+      <geom name="floor" type="plane" size="5 5 .1"/>
+      <body pos="0 0 0.099"><freejoint/><geom type="cylinder" size="0.1 0.2" euler="0 90 0"/></body>
+      <body pos="1 0 0.199"><freejoint/><geom type="cylinder" size="0.1 0.2"/></body>
+      <body pos="2 0 0.3" euler="30 20 0"><freejoint/><geom type="cylinder" size="0.1 0.2"/></body>
+      </worldbody></mujoco>""")
+    worst_q, worst_v, rows = _compare(path, 4)
+    assert rows > 50
+    # measured 7e-16 / 2e-14
+    assert worst_q < 1e-10 and worst_v < 1e-8, (worst_q, worst_v)
+
+
 def test_elliptic_condim_six_is_refused_by_name(tmp_path):
     path = tmp_path / "rolling.xml"
     path.write_text("""<mujoco><option cone="elliptic"/><worldbody>
