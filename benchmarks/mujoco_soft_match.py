@@ -358,11 +358,11 @@ def report(entries, args) -> str:
               "A pair type whose counts differ has a collider that produces other points than "
               "MuJoCo's; the step comparison above includes them. MuJoCo 4.0.0's colliders there: "
               "plane–mesh keeps the deepest vertex and up to two of its mesh-graph neighbours "
-              "within the margin (`mjc_PlaneConvex`), ours a manifold of the hull's face; "
-              "plane–cylinder its own rim points (`mjc_PlaneCylinder`); mesh–mesh, box–cylinder and "
-              "cylinder–mesh its CCD (one point, or `multiccd`'s), ours a clipped manifold; height "
-              "fields its prism decomposition. The plane, sphere, capsule and box pairs agree point "
-              "for point.", "",
+              "within the margin (`mjc_PlaneConvex`), ours a manifold of the hull's face; mesh–mesh, "
+              "box–cylinder and cylinder–mesh its CCD (one point, or `multiccd`'s), ours a clipped "
+              "manifold; height fields its prism decomposition. The plane, sphere, capsule, box and "
+              "plane–cylinder pairs agree point for point (plane–cylinder since 8fdfb6a: MuJoCo's "
+              "`mjc_PlaneCylinder` points).", "",
               "| pair type | models | MuJoCo's contacts | ours | matched by point |", "|---|---|---|---|---|"]
     for kind, c in sorted(totals.items()):
         lines.append(f"| {kind} | {c['models']} | {c['mujoco']} | {c['ours']} | {c['matched']} |")
