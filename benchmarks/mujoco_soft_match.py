@@ -28,11 +28,13 @@ MuJoCo C runs its Newton solver at tolerance 1e-15 / 1000 iterations, whatever s
 names (its default tolerance 1e-8 stops elliptic solves ~1e-6 short of the exact answer, and PGS
 — gymnasium's humanoid — stays 1e-9 to 0.8 m/s away from it after 1000 iterations); ours with the
 file's iterations raised to at least 100 (MJX-tuned files cap Newton at 1 iteration, below
-convergence) and ``mujoco_compatible``'s tolerance. Results are cached per model in ``results/mujoco_soft_match/``; ``--redo`` reruns.
+convergence) and ``mujoco_compatible``'s tolerance. Every model's row is kept in ``results/mujoco_soft_match.json`` (written after each
+model): a rerun continues from it, ``--redo`` reruns the selected models, ``--report-only``
+rewrites the Markdown.
 
     python benchmarks/mujoco_soft_match.py [--match gymnasium/ dm_control/] [--states 4] [--steps 500]
 
-Writes ``benchmarks/results/mujoco_soft_match.md``.
+Writes ``benchmarks/results/mujoco_soft_match.md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus as corpus_tools  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-CACHE = HERE / "results" / "mujoco_soft_match"
+#: every model's row, by corpus key (the cache a rerun continues from, and the report's data)
+RESULTS_JSON = HERE / "results" / "mujoco_soft_match.json"
 DIVERGENCE = 1e-6
 MATCH_DISTANCE = 1e-9
 
@@ -301,8 +304,12 @@ def run_child(entry, args) -> dict:
     return row
 
 
-def cache_path(key: str) -> Path:
-    return CACHE / (key.replace("/", "__") + ".json")
+def load_rows() -> dict:
+    return json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.exists() else {}
+
+
+def save_rows(rows: dict) -> None:
+    RESULTS_JSON.write_text(json.dumps(dict(sorted(rows.items())), indent=1) + "\n")
 
 
 def fmt(x, spec=".1e"):
@@ -310,7 +317,8 @@ def fmt(x, spec=".1e"):
 
 
 def report(entries, args) -> str:
-    rows = {e.key: json.loads(cache_path(e.key).read_text()) for e in entries if cache_path(e.key).exists()}
+    cached = load_rows()
+    rows = {e.key: cached[e.key] for e in entries if e.key in cached}
     compared = {k: r for k, r in rows.items() if r["status"] == "compared"}
     lines = ["# `constraint_model=\"mujoco\"` against `mj_step` on the corpus (issue 45)", "",
              f"`python benchmarks/mujoco_soft_match.py --states {args.states} --steps {args.steps}`; "
@@ -394,15 +402,17 @@ def main() -> None:
         print("RESULT " + json.dumps(row), flush=True)
         return
     entries = corpus_tools.corpus(corpus_tools.SOURCES, args.match)
-    CACHE.mkdir(parents=True, exist_ok=True)
+    cached = load_rows()
     if not args.report_only:
         for entry in entries:
-            if cache_path(entry.key).exists() and not args.redo:
+            if entry.key in cached and not args.redo:
                 continue
             if entry.kind == "mjcf" and corpus_tools.mujoco_compiles(entry) is not None:
                 continue  # not a model (an include fragment, a template): corpus.py lists them
             row = run_child(entry, args)
-            cache_path(entry.key).write_text(json.dumps(row, indent=1))
+            cached = load_rows()  # another run may have added rows meanwhile
+            cached[entry.key] = row
+            save_rows(cached)
             print(entry.key, {k: v for k, v in row.items() if k != "pair_types"}, flush=True)
     all_entries = corpus_tools.corpus(corpus_tools.SOURCES)
     (HERE / "results" / "mujoco_soft_match.md").write_text(report(all_entries, args))
