@@ -18,71 +18,77 @@ import warnings
 
 import numpy as np
 
+from ..constraints._soft import clamp_solimp, clamp_solref
 from ._errors import ClampedParameterWarning, describe
 
 __all__ = ["warn_out_of_range"]
 
-MIN_IMPEDANCE, MAX_IMPEDANCE = 1e-4, 0.9999
 #: elements listed per warning before "and N more"
 LISTED = 8
 
 
-def _solref_problem(solref: np.ndarray, timestep: float, refsafe: bool, friction: bool) -> str | None:
-    label = "solreffriction" if friction else "solref"
-    if (solref[0] > 0) != (solref[1] > 0):
-        used = "(0, 0): none" if friction else "the default (0.02, 1)"
-        return f"mixed-sign {label} {solref.tolist()} replaced by {used}"
-    if refsafe and solref[0] > 0 and solref[0] < 2 * timestep:
-        return (f"{label} time constant {solref[0]:g} below 2 timestep, raised to "
-                f"{2 * timestep:g} (refsafe)")
-    return None
+def _values(row) -> str:
+    """``[0.02, -1]``: a row for a message (``:g``, so a float32 clamp shows no round-off)."""
+    return "[" + ", ".join(f"{float(x):g}" for x in row) + "]"
 
 
-def _solimp_problem(solimp: np.ndarray) -> str | None:
-    used = solimp.copy()
-    for k in (0, 1, 3):
-        used[k] = min(MAX_IMPEDANCE, max(MIN_IMPEDANCE, used[k]))
-    used[2], used[4] = max(0.0, used[2]), max(1.0, used[4])
-    if np.array_equal(used, solimp):
-        return None
-    return f"solimp {solimp.tolist()} clamped to {used.tolist()}"
+def _solref_problems(solref: np.ndarray, timestep: float, refsafe: bool, label: str) -> list:
+    """Per row of ``solref`` ``(n, 2)``: what MuJoCo changes (``None``: nothing), the values
+    used computed by the rows' own :func:`~jaxsim_contact.constraints._soft.clamp_solref`."""
+    friction = label == "solreffriction"
+    used = np.asarray(clamp_solref(solref, timestep, refsafe, zero_default=friction))
+    changed = np.any(used != solref.astype(used.dtype), axis=1)  # in the clamp's dtype (x64 or not)
+    mixed = (solref[:, 0] > 0) != (solref[:, 1] > 0)
+    replaced_by = "(0, 0): none" if friction else "the default (0.02, 1)"
+    return [None if not c else
+            f"mixed-sign {label} {_values(r)} replaced by {replaced_by}" if m else
+            f"{label} time constant {r[0]:g} below 2 timestep, raised to {u[0]:g} (refsafe)"
+            for r, u, m, c in zip(solref, used, mixed, changed)]
+
+
+def _solimp_problems(solimp: np.ndarray) -> list:
+    used = np.asarray(clamp_solimp(solimp))
+    changed = np.any(used != solimp.astype(used.dtype), axis=1)
+    return [f"solimp {_values(r)} clamped to {_values(u)}" if c else None
+            for r, u, c in zip(solimp, used, changed)]
 
 
 def warn_out_of_range(mj, source: str) -> None:
-    """One :class:`ClampedParameterWarning` per problem kind, naming the elements of ``mj`` (a
-    compiled ``MjModel``) whose ``solref`` / ``solimp`` MuJoCo uses other than written."""
+    """One :class:`ClampedParameterWarning` naming the elements of ``mj`` (a compiled ``MjModel``)
+    whose ``solref`` / ``solimp`` MuJoCo uses other than written."""
     import mujoco
 
     timestep = float(mj.opt.timestep)
     refsafe = not int(mj.opt.disableflags) & int(mujoco.mjtDisableBit.mjDSBL_REFSAFE)
-    groups = [  # (element kind, MuJoCo object, solref array, solimp array, solref of friction rows)
-        ("geom", mujoco.mjtObj.mjOBJ_GEOM, mj.geom_solref, mj.geom_solimp, False),
-        ("pair", mujoco.mjtObj.mjOBJ_PAIR, mj.pair_solref, mj.pair_solimp, False),
-        ("pair", mujoco.mjtObj.mjOBJ_PAIR, mj.pair_solreffriction, None, True),
-        ("joint limit", mujoco.mjtObj.mjOBJ_JOINT, mj.jnt_solref, mj.jnt_solimp, False),
-        ("tendon limit", mujoco.mjtObj.mjOBJ_TENDON, mj.tendon_solref_lim, mj.tendon_solimp_lim, False),
-        ("tendon frictionloss", mujoco.mjtObj.mjOBJ_TENDON, mj.tendon_solref_fri, mj.tendon_solimp_fri, False),
-        ("equality", mujoco.mjtObj.mjOBJ_EQUALITY, mj.eq_solref, mj.eq_solimp, False),
+    rows = lambda x, width: np.asarray(x, np.float64).reshape(-1, width)  # noqa: E731
+    # (element kind, MuJoCo object, solref label, solref, solimp or None)
+    groups = [
+        ("geom", mujoco.mjtObj.mjOBJ_GEOM, "solref", mj.geom_solref, mj.geom_solimp),
+        ("pair", mujoco.mjtObj.mjOBJ_PAIR, "solref", mj.pair_solref, mj.pair_solimp),
+        ("pair", mujoco.mjtObj.mjOBJ_PAIR, "solreffriction", mj.pair_solreffriction, None),
+        ("joint limit", mujoco.mjtObj.mjOBJ_JOINT, "solref", mj.jnt_solref, mj.jnt_solimp),
+        ("tendon limit", mujoco.mjtObj.mjOBJ_TENDON, "solref", mj.tendon_solref_lim, mj.tendon_solimp_lim),
+        ("tendon frictionloss", mujoco.mjtObj.mjOBJ_TENDON, "solref", mj.tendon_solref_fri,
+         mj.tendon_solimp_fri),
+        ("equality", mujoco.mjtObj.mjOBJ_EQUALITY, "solref", mj.eq_solref, mj.eq_solimp),
     ]
     found: list[str] = []
-    for kind, obj, solref, solimp, friction in groups:
-        solref = np.asarray(solref, np.float64).reshape(-1, 2)
-        for i in range(solref.shape[0]):
-            problems = [_solref_problem(solref[i], timestep, refsafe, friction)]
-            if solimp is not None:
-                problems.append(_solimp_problem(np.asarray(solimp, np.float64).reshape(-1, 5)[i]))
-            for problem in filter(None, problems):
-                name = describe(kind, mujoco.mj_id2name(mj, obj, i) or "", i)
-                found.append(f"{name}: {problem}")
+    for kind, obj, label, solref, solimp in groups:
+        problems = [_solref_problems(rows(solref, 2), timestep, refsafe, label)]
+        if solimp is not None:
+            problems.append(_solimp_problems(rows(solimp, 5)))
+        for i, per_element in enumerate(zip(*problems)):
+            name = describe(kind, mujoco.mj_id2name(mj, obj, i) or "", i)
+            found += [f"{name}: {problem}" for problem in per_element if problem]
     # dof frictionloss rows: dof parameters, named by their joint
-    dof_solref = np.asarray(mj.dof_solref, np.float64).reshape(-1, 2)
-    dof_solimp = np.asarray(mj.dof_solimp, np.float64).reshape(-1, 5)
-    for dof in np.flatnonzero(np.asarray(mj.dof_frictionloss) > 0):
+    dofs = np.flatnonzero(np.asarray(mj.dof_frictionloss) > 0)
+    dof_problems = zip(_solref_problems(rows(mj.dof_solref, 2)[dofs], timestep, refsafe, "solref"),
+                       _solimp_problems(rows(mj.dof_solimp, 5)[dofs]))
+    for dof, per_dof in zip(dofs, dof_problems):
         joint = int(mj.dof_jntid[dof])
-        name = describe("frictionloss of joint", mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_JOINT, joint) or "", joint)
-        for problem in filter(None, [_solref_problem(dof_solref[dof], timestep, refsafe, False),
-                                     _solimp_problem(dof_solimp[dof])]):
-            found.append(f"{name} (dof {dof}): {problem}")
+        name = describe("frictionloss of joint",
+                        mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_JOINT, joint) or "", joint)
+        found += [f"{name} (dof {dof}): {problem}" for problem in per_dof if problem]
     if found:
         listed = "; ".join(found[:LISTED]) + (f"; and {len(found) - LISTED} more" if len(found) > LISTED else "")
         warnings.warn(f"{source}: {len(found)} solver parameter(s) outside MuJoCo's valid range are "
