@@ -34,6 +34,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.scipy.linalg import lu_solve
 import numpy as np
 
 from .._batching import any_in_batch
@@ -171,7 +172,7 @@ def _solve(model, state, smooth, dt, blocks, rows):
     warm_primal = None
     if (problem.delassus_factor is not None and state.contact is not None
             and state.contact.generalized_force.shape == (model.nv,)):
-        warm_primal = smooth.cholesky_inverse @ state.contact.generalized_force
+        warm_primal = rows_smooth.cholesky_inverse @ state.contact.generalized_force
     options = model.options
     with jax.named_scope("contact_solve"):
         solution = solve(problem, options.solver, warm_start=warm, gradient=options.contact_gradient,
@@ -181,9 +182,9 @@ def _solve(model, state, smooth, dt, blocks, rows):
     generalized_force = rows_smooth.cholesky @ factor_force
     if rows_smooth is smooth:
         v_next = smooth.free_velocity + dt * (smooth.cholesky_inverse.T @ factor_force)
-    elif smooth.velocity_matrix is not None:  # a non-symmetric H: by LU, as mj_implicit
-        v_next = smooth.free_velocity + dt * jnp.linalg.solve(smooth.velocity_matrix,
-                                                              generalized_force)
+    elif smooth.velocity_lu is not None:  # a non-symmetric H: by its LU, as mj_implicit
+        v_next = smooth.free_velocity + dt * lu_solve(smooth.velocity_lu,
+                                                                       generalized_force)
     else:  # rows posed with M, the velocity moved with the integrator's H
         v_next = smooth.free_velocity + dt * (
             smooth.cholesky_inverse.T @ (smooth.cholesky_inverse @ generalized_force))

@@ -9,8 +9,9 @@ One step (DESIGN §2; seed 001 §II-A time stepping, seed 004 §II-C), as :func:
                       RK4, implicitfast, implicit: jaxsim_contact.dynamics._integrators
     contact stage     collision → constraint rows → solve (jaxsim_contact.constraints):
                       v⁺ = v_f + dt H⁻¹ Jᵀ f
-    RK4 stages        constraint_model="mujoco" only: stages 1..3 each a smooth dynamics +
-                      contact stage at their state (MuJoCo's soft forces are state functions)
+                      (constraint_model="mujoco" with RK4: instead of the two stages above,
+                      four RK4 stages, each smooth dynamics + contact stage at its state:
+                      MuJoCo's soft forces are state functions; _soft_runge_kutta)
     integrate         q⁺ = q ⊕ v⁺ dt                            (manifold integration;
                       RK4: q ⊕ (v̄ + ½ (v⁺ − v_f)) dt)
     project           q⁺ onto the equality constraints          (one Gauss–Newton step)
@@ -29,6 +30,7 @@ import functools
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.scipy.linalg import lu_factor, lu_solve
 import numpy as np
 
 from ..constraints import contact_stage, initial_contact_data
@@ -77,10 +79,11 @@ class SmoothDynamics(eqx.Module):
       equality_velocity_bias: MuJoCo-compatible model with connect or weld equalities: ``(m,
         3)`` ``J̇ v`` of the equality slots (zero on joint / tendon couplings), which MuJoCo
         subtracts from their reference acceleration (``mj_Jdotv``); ``None`` otherwise.
-      velocity_matrix: MuJoCo-compatible model whose integrator's ``H`` is not symmetric
-        (``implicit``; ``implicitfast`` with a lone free body): ``(nv, nv)`` ``H`` itself, so the
-        constraint force moves the velocity by ``dt H⁻¹ Jᵀ f`` (LU) as ``mj_implicit`` does,
-        not through the symmetric part the factor holds; ``None`` otherwise.
+      velocity_lu: MuJoCo-compatible model whose integrator's ``H`` is not symmetric
+        (``implicit``; ``implicitfast`` with a lone free body): the LU factors of ``H``
+        (``lu_factor``, the ones ``v_f`` was solved with), so the constraint
+        force moves the velocity by ``dt H⁻¹ Jᵀ f`` as ``mj_implicit`` does, not through the
+        symmetric part the Cholesky factor holds; ``None`` otherwise.
     """
 
     mass_matrix: jax.Array
@@ -95,7 +98,7 @@ class SmoothDynamics(eqx.Module):
     activation_rate: jax.Array | None = None
     mass_factor: tuple[jax.Array, jax.Array, jax.Array] | None = None
     equality_velocity_bias: jax.Array | None = None
-    velocity_matrix: jax.Array | None = None
+    velocity_lu: tuple[jax.Array, jax.Array] | None = None
 
 
 @full_precision_matmuls
@@ -130,25 +133,26 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
     # block by block over the kinematic trees (H has no entry between two trees unless a tendon
     # couples them)
     groups = velocity_matrix_groups(model)
+    lu = None
     if not integrator_matrix_is_symmetric(model):  # LU for v_f, the symmetric part for the rows
         chol, chol_inv = grouped_cholesky(0.5 * (matrix + matrix.T), groups)
-        free_velocity = v + dt * jnp.linalg.solve(matrix, force)
+        lu = lu_factor(matrix)
+        free_velocity = v + dt * lu_solve(lu, force)
     else:
         chol, chol_inv = grouped_cholesky(matrix, groups)
         acceleration = chol_inv.T @ (chol_inv @ force)  # H⁻¹ f = L⁻ᵀ L⁻¹ f
         free_velocity = v + dt * acceleration
     soft = model.options.constraint_model is ConstraintModel.MUJOCO
-    mass_factor = velocity_matrix = None
+    mass_factor = velocity_lu = None
     if soft and integrator not in (Integrator.EULER, Integrator.RK4):  # H ≠ M
         mass_factor = _mass_factor(mass, force, v, dt, groups)
-        if not integrator_matrix_is_symmetric(model):
-            velocity_matrix = matrix
+        velocity_lu = lu
     elif soft and integrator == Integrator.EULER and model.options.euler_damping:
         mass_factor = _mass_factor(mass, force, v, dt, groups)
     equality_bias = equality_velocity_bias(model, q, v)
     position_velocity = None
-    # H = M: the acceleration is RK4's stage 0. (Under the soft model the stages re-solve the
-    # constraints: step() runs them after the contact stage, _soft_runge_kutta.)
+    # H = M: the acceleration is RK4's stage 0. (Under the soft model step() runs every stage
+    # with its constraint solve instead: _soft_runge_kutta.)
     if integrator == Integrator.RK4 and not soft:
         free_velocity, position_velocity, act_rate, _, _ = rk4_velocities(
             model, q, v, ctrl, acceleration, dt, act, act_rate)
@@ -156,7 +160,7 @@ def smooth_dynamics(model: Model, state: State, ctrl: jax.Array | None) -> Smoot
                           smooth_force=force, free_velocity=free_velocity, kinematics=kin,
                           motion_axes=axes, tendon=tendon, position_velocity=position_velocity,
                           activation_rate=act_rate, mass_factor=mass_factor,
-                          equality_velocity_bias=equality_bias, velocity_matrix=velocity_matrix)
+                          equality_velocity_bias=equality_bias, velocity_lu=velocity_lu)
 
 
 def _mass_factor(mass, force, v, dt, groups):
