@@ -187,7 +187,7 @@ def rk4_velocities(model: Model, q: jax.Array, v: jax.Array, ctrl: jax.Array,
       act, act_rate: ``(na,)`` activations and their rate at ``(q, v)`` (``None`` without
         activations); the activations are RK4 states too (MuJoCo's ``X`` holds ``act``).
       stage_acceleration: ``(q_k, v_k, act_k) -> (a_k (nv,), error bits int32, aux)``, the
-        acceleration of stages 1..3; default the smooth ``M⁻¹ f`` (no error, no aux). The
+        acceleration of stages 1..3 (0..3 with ``include_first_stage``); default the smooth ``M⁻¹ f`` (no error, no aux). The
         MuJoCo-compatible constraint model passes one that re-solves its soft constraints at the
         stage, as ``mj_RungeKutta`` does (its ``mj_forwardSkip`` per stage).
       include_first_stage: static; stage 0 is one more iteration of the same scan (its
