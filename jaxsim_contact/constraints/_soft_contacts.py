@@ -158,21 +158,22 @@ def contact_soft_parameters(model: Model, key: jax.Array, body_a, body_b, dt) ->
     dtype = dt.dtype
     num_pairs = collision_structure(model).num_pairs
     _, condim, explicit = _tables(model)
-    solref, solimp, friction = _mixed(model, dtype)
-    solreffriction = jnp.zeros_like(solref)
-    has = explicit >= 0
-    if has.any():
-        rows, index = np.flatnonzero(has), explicit[has]
-        solref = solref.at[rows].set(soft.pair_solref.astype(dtype)[index])
-        solreffriction = solreffriction.at[rows].set(soft.pair_solreffriction.astype(dtype)[index])
-        solimp = solimp.at[rows].set(soft.pair_solimp.astype(dtype)[index])
-        friction = friction.at[rows].set(soft.pair_friction.astype(dtype)[index])
     if soft.override is not None:  # <flag override>: the option's values for every contact
         o = soft.override
-        solref = jnp.broadcast_to(o.solref.astype(dtype), solref.shape)
+        solref = jnp.broadcast_to(o.solref.astype(dtype), (num_pairs, 2))
         solreffriction = solref
-        solimp = jnp.broadcast_to(o.solimp.astype(dtype), solimp.shape)
-        friction = jnp.broadcast_to(o.friction.astype(dtype), friction.shape)
+        solimp = jnp.broadcast_to(o.solimp.astype(dtype), (num_pairs, 5))
+        friction = jnp.broadcast_to(o.friction.astype(dtype), (num_pairs, 5))
+    else:
+        solref, solimp, friction = _mixed(model, dtype)
+        solreffriction = jnp.zeros_like(solref)
+        has = explicit >= 0
+        if has.any():
+            rows, index = np.flatnonzero(has), explicit[has]
+            solref = solref.at[rows].set(soft.pair_solref.astype(dtype)[index])
+            solreffriction = solreffriction.at[rows].set(soft.pair_solreffriction.astype(dtype)[index])
+            solimp = solimp.at[rows].set(soft.pair_solimp.astype(dtype)[index])
+            friction = friction.at[rows].set(soft.pair_friction.astype(dtype)[index])
     pair = jnp.clip(key // KEY_STRIDE, 0, num_pairs - 1)
     weight = soft.body_invweight0.astype(dtype)[:, 0]
     return ContactSoftParameters(
