@@ -119,10 +119,9 @@ def plane_cylinder(a: GeomData, b: GeomData, margin) -> Manifold:
     near = b.pos + along
     points = jnp.stack([near + radial, b.pos - along + radial,
                         near + sideways - 0.5 * radial, near - sideways - 0.5 * radial])
+    triangle = centre_height + along_projection - 0.5 * radial_projection  # A and B
     height = jnp.stack([centre_height + along_projection + radial_projection,
-                        centre_height - along_projection + radial_projection,
-                        centre_height + along_projection - 0.5 * radial_projection,
-                        centre_height + along_projection - 0.5 * radial_projection])
+                        centre_height - along_projection + radial_projection, triangle, triangle])
     mid = points - 0.5 * height[:, None] * normal
     return make_manifold(height, mid, normal, jnp.ones((4,), bool))
 
