@@ -15,6 +15,7 @@ from ._checkpoint import (
 from ._errors import (
     DegenerateMeshError,
     ClampedParameterWarning,
+    PairParameterWarning,
     IgnoredOptionWarning,
     IgnoredSensorWarning,
     InvalidActuatorError,
@@ -69,6 +70,7 @@ __all__ = [
     "SelfOverlapWarning",
     "IgnoredOptionWarning",
     "ClampedParameterWarning",
+    "PairParameterWarning",
     "IgnoredSensorWarning",
     "InvalidActuatorError",
     "InvalidFluidError",

@@ -83,6 +83,12 @@ class IgnoredOptionWarning(UserWarning):
     and collision settings); the message names each one (:mod:`jaxsim_contact.io._options`)."""
 
 
+class PairParameterWarning(UserWarning):
+    """A ``<contact><pair>`` sets a friction, margin or gap the hard model does not use (it takes
+    the geoms' friction and the global margin); ``constraint_model="mujoco"`` uses them and
+    ``jc.load`` gives no such warning in that mode."""
+
+
 class ClampedParameterWarning(UserWarning):
     """Under ``constraint_model="mujoco"``: a ``solref`` / ``solimp`` outside MuJoCo's valid range,
     used as MuJoCo uses it (``getsolparam``: mixed-sign ``solref`` replaced by the default, a time

@@ -30,6 +30,7 @@ from ._errors import (
     MissingAssetError,
     ModelError,
     ModelParseError,
+    PairParameterWarning,
     UnsupportedFeatureError,
 )
 from ._meshes import check_meshes
@@ -97,7 +98,7 @@ def load(
         :class:`~jaxsim_contact.contact.PrimalNewton` with the file's ``iterations``, so that a
         step matches ``mj_step`` (:mod:`jaxsim_contact.constraints._soft`), every integrator
         included (RK4 re-solves the constraints at each stage, as MuJoCo). Contacts with
-        ``condim`` 4 / 6 are refused by name in that mode.
+        ``condim`` 4 / 6 under the elliptic cone are refused by name in that mode.
       dtype: floating dtype of the model's arrays; default ``float64`` when JAX x64 is enabled,
         else ``float32``.
 
@@ -125,7 +126,7 @@ def load(
     )
     with warnings.catch_warnings():
         if soft:  # the pair's own parameters are used in this mode: no warning that they are not
-            warnings.filterwarnings("ignore", message=r".*: contact pair .*not used by the hard model")
+            warnings.simplefilter("ignore", PairParameterWarning)
         model = from_mjmodel(mj, source=str(path), dtype=dtype)
     if soft:
         model = mujoco_compatible(model, mj)
@@ -264,7 +265,7 @@ def _explicit_contact_pairs(mj, source: str) -> tuple[tuple[int, int], ...]:
                 f"{source}: contact pair {name} (geoms {g1}, {g2}): its own friction "
                 f"{float(mj.pair_friction[i, 0])}, margin or gap are not used by the hard model, "
                 f"which uses the geoms' friction {geom_rule} and the global contact margin "
-                "(constraint_model='mujoco' uses the pair's own)", stacklevel=4)
+                "(constraint_model='mujoco' uses the pair's own)", PairParameterWarning, stacklevel=4)
     return tuple(pairs)
 
 
