@@ -143,6 +143,11 @@ class Options(eqx.Module):
       project_equalities: after each step, move ``q`` by one mass-weighted Gauss–Newton step
         onto the active equality constraints (:mod:`jaxsim_contact.dynamics._projection`), so that
         their violation does not drift (default ``True``; ``False``: velocity-level rows only).
+      project_limits: in the same projection, move ``q`` back onto what the solve aimed at for
+        tendon limits that ended past it (their second-order drift, ``~Δt² v² / r`` per step
+        along a taut string), with the displacement added to ``v`` (SHAKE); default ``True``;
+        ``False``: the next step's rows correct it. Hinge and slide limits are linear in ``q``
+        and never drift; ball-joint limits are not projected.
       gradient: how derivatives of the contact forces are computed when ``jax.grad`` /
         ``jax.jacfwd`` / ``jax.jvp`` / ``jax.vjp`` go through :func:`jaxsim_contact.step` or
         :func:`jaxsim_contact.rollout` (passed to :func:`jaxsim_contact.contact.solve`; the
@@ -214,6 +219,7 @@ class Options(eqx.Module):
     enable_joint_limits: bool = eqx.field(static=True, default=True)
     euler_damping: bool = eqx.field(static=True, default=True)
     project_equalities: bool = eqx.field(static=True, default=True)
+    project_limits: bool = eqx.field(static=True, default=True)
     gradient: Gradient = eqx.field(static=True, default=Gradient.IMPLICIT)
     gradient_smoothing: Any = None
 

@@ -41,7 +41,7 @@ from ._integration import integrate_positions
 from ._integrators import (integrator_matrix, integrator_matrix_is_symmetric, rk4_velocities,
                           smooth_terms, velocity_matrix_groups)
 from ._kinematics import Kinematics
-from ._projection import equality_velocity_bias, project_equalities
+from ._projection import equality_velocity_bias, project_positions
 from ._tendons import TendonKinematics
 from .._precision import full_precision_matmuls
 
@@ -249,8 +249,10 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
         with jax.named_scope("contact_stage"):  # collision, constraint rows, solve: v⁺ from v_f
             v_next, contact, contact_error = contact_stage(model, guard.state, smooth, dt)
         q_next = integrate_positions(model, guard.state.q, _position_velocity(smooth, v_next), dt)
-        # equalities: their position drift projected out (a bit when they are incompatible)
-        q_next, unsatisfied = project_equalities(model, q_next, smooth.cholesky_inverse)
+        # equalities and tendon / ball limits: their position drift projected out (a bit when
+        # the equalities are incompatible)
+        q_next, v_next, unsatisfied = project_positions(
+            model, guard.state.q, q_next, v_next, dt, smooth.cholesky_inverse, smooth.tendon)
         contact_error = contact_error | error_bit(unsatisfied, ErrorFlag.EQUALITY_NOT_SATISFIED)
         act_rate = smooth.activation_rate
     act_next = state.act if model.na == 0 else next_activation(  # MuJoCo mj_nextActivation
