@@ -307,6 +307,9 @@ def main(argv=None):
     p.add_argument("--mean-penalty", type=float, default=1e-2,
                    help="c of an actor-loss term c·|μ|² on the pre-squash mean (not a reward change; "
                         "0: none, the runs before session 13)")
+    p.add_argument("--float32", action="store_true",
+                   help="simulate and train in float32 (the environment's model, states and networks; "
+                        "default float64)")
     p.add_argument("--no-rail-limit", action="store_true",
                    help="diagnostic: remove the ±2 m rail limit (not the seed 004 task)")
     p.add_argument("--out", type=Path, default=RESULTS / "shac_cartpole.json")
@@ -321,7 +324,7 @@ def main(argv=None):
 def make_env(args):
     """``cartpole_swingup`` with the gradient rule of the rail limit chosen by ``--gradient``
     (``--no-rail-limit``: a diagnostic variant without the limit, not seed 004's task)."""
-    env = jc.envs.make("cartpole_swingup")
+    env = jc.envs.make("cartpole_swingup", dtype=jnp.float32 if args.float32 else jnp.float64)
     model = env.model
     if args.gradient == "smoothed":
         model = model.replace_options(gradient=jc.contact.RelaxedComplementarity(relaxation=args.relaxation))
