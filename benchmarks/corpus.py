@@ -32,7 +32,8 @@ Phase ``load`` (fast, in this process): per file ``jc.io.compile_mjmodel`` + ``j
 kept.
 
 Phase ``simulate`` (slow; loaded models only; one fresh child process per model with a timeout,
-so a hang or crash stops nothing): float64, batch 1, default ``jc.Options`` (whatever
+so a hang or crash stops nothing): float64 (``--float32``: float32, x64 off), batch 1, default
+``jc.Options`` (whatever
 ``from_mjmodel`` gives: the model's time step and gravity, NCP ADMM), zero controls, ``--steps``
 steps as one ``jax.jit`` of a ``jax.lax.scan`` over ``jc.step``, next to ``mujoco.mj_step`` on
 the same compiled ``MjModel`` from the same start. Start: the model's ``qpos0`` with limited
@@ -88,7 +89,11 @@ from pathlib import Path
 from _common import RESULTS, enable_float64, loadavg, median_time, pin_to_one_core, write_results
 
 pin_to_one_core()
-enable_float64()
+#: ``--float32``: every process of the run (children inherit the flag) simulates with
+#: ``jax_enable_x64`` off, the dtype most users get (issue 42's "10⁴ float32 steps of every loadable
+#: corpus robot")
+FLOAT32 = "--float32" in sys.argv
+enable_float64(not FLOAT32)
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -431,6 +436,7 @@ def run_ours(model, q0: np.ndarray, steps: int, root: int | None) -> dict:
     cap = int(model.options.solver.max_iterations)
     values = [np.asarray(x) for x in (final.q, final.v, residual, penetration)]
     return dict(
+        dtype=str(final.q.dtype),
         compile_s=round(compile_s, 2), first_call_s=round(first_s, 3), steps_per_s=steps / run_s,
         timed_calls=timed_calls,
         cap=cap, capped_steps=int((iterations >= cap).sum()),
@@ -499,7 +505,7 @@ def simulate_row(entry: Entry, steps: int, balance_inertia: bool = False) -> dic
 def simulate_in_child(entry: Entry, steps: int, timeout_s: float, balance_inertia: bool) -> dict:
     """:func:`simulate_row` in a fresh process; a timeout or crash becomes the row's status."""
     command = [sys.executable, str(Path(__file__).resolve()), "--child", entry.key, "--steps", str(steps)]
-    command += ["--balance-inertia"] * balance_inertia
+    command += ["--balance-inertia"] * balance_inertia + ["--float32"] * FLOAT32
     t0 = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
@@ -645,7 +651,7 @@ def simulation_row(key: str, r: dict) -> str:
 def simulate_section(rows: dict, steps: int) -> list[str]:
     done = {k: r for k, r in rows.items() if r["status"] == "ok"}
     lines = ["## Simulate", "",
-             f"{steps} steps, batch 1, float64, default options, zero controls (module docstring: start rule). "
+             f"{steps} steps, batch 1, {'float32' if FLOAT32 else 'float64'}, default options, zero controls (module docstring: start rule). "
              "Columns: nq/nv/ngeom; the model's time step; start notes (joints clipped into their limits, "
              "free-joint shift of a URDF robot, MuJoCo's contacts at the start and the deepest distance: "
              "overlaps in the model as given); compile = `lower` + `compile` (s); steps/s ours and MuJoCo C "
@@ -763,6 +769,8 @@ def main(argv=None) -> int:
                         help="simulate the selected models again (phase load: load them again)")
     parser.add_argument("--note", action="append", default=[], help="a line for the results header")
     parser.add_argument("--all-cores", action="store_true", help="do not pin to one core")
+    parser.add_argument("--float32", action="store_true",
+                        help="simulate in float32 (x64 off in every process); use with its own --out")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--balance-inertia", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
