@@ -249,8 +249,8 @@ def step(model: Model, state: State, ctrl: jax.Array | None = None) -> State:
         with jax.named_scope("contact_stage"):  # collision, constraint rows, solve: v⁺ from v_f
             v_next, contact, contact_error = contact_stage(model, guard.state, smooth, dt)
         q_next = integrate_positions(model, guard.state.q, _position_velocity(smooth, v_next), dt)
-        # equalities and tendon / ball limits: their position drift projected out (a bit when
-        # the equalities are incompatible)
+        # equalities and tendon limits: their position drift projected out (a bit when the
+        # equalities are incompatible)
         q_next, v_next, unsatisfied = project_positions(
             model, guard.state.q, q_next, v_next, dt, smooth.cholesky_inverse, smooth.tendon)
         contact_error = contact_error | error_bit(unsatisfied, ErrorFlag.EQUALITY_NOT_SATISFIED)
