@@ -37,7 +37,7 @@ from ._rows import KIND_ORDER, RowBlock, RowKind, SlotGeometry
 from ._soft import is_mujoco
 
 __all__ = ["PRODUCERS", "Producer", "num_constraint_slots", "slot_ranges", "constraint_rows", "any_row_in_reach",
-           "stack", "contact_problem", "split_forces"]
+           "stack", "contact_problem", "split_forces", "gap_or_push_out"]
 
 
 class Producer(typing.NamedTuple):
@@ -140,6 +140,15 @@ def stack(blocks: tuple[RowBlock, ...]) -> SlotGeometry:
                    key=cat("key"), active=cat("active"), point=cat("point"))
 
 
+def gap_or_push_out(distance: jax.Array, baumgarte: jax.Array, cap: jax.Array, dt) -> jax.Array:
+    """The reference normal velocity before restitution (module docstring), per slot: close the
+    gap ``−max(φ, 0)/Δt``, or push a violated slot out at ``min(β max(−φ, 0)/Δt, cap)``
+    (``distance`` φ, ``cap`` ``v_max`` in the slot's units; ``dt`` s). Also the target of the
+    tendon limits' position projection (:mod:`jaxsim_contact.dynamics._projection`)."""
+    push_out = jnp.minimum(baumgarte * jnp.maximum(-distance, 0.0) / dt, cap)
+    return -jnp.maximum(distance, 0.0) / dt + push_out
+
+
 def _reference_velocity(blocks, options: Options, distance, c_now, dt):
     """``(n,)`` reference normal velocity ``c*_N`` (module docstring)."""
     dtype = distance.dtype
@@ -148,8 +157,7 @@ def _reference_velocity(blocks, options: Options, distance, c_now, dt):
     # has its own cap (a contact's in m/s, a hinge limit's in rad/s: issue 43's ant)
     cap = jnp.concatenate([jnp.broadcast_to(b.correction_speed(options, dtype), (b.num_slots,))
                            for b in blocks])
-    push_out = jnp.minimum(options.baumgarte.astype(dtype) * jnp.maximum(-distance, 0.0) / dt, cap)
-    reference = -gap / dt + push_out
+    reference = gap_or_push_out(distance, options.baumgarte.astype(dtype), cap, dt)
     approach = -c_now[:, 2]
     closes = approach * dt > gap
     bounces_kind = jnp.asarray(np.concatenate([np.full(b.num_slots, b.restitution) for b in blocks]))

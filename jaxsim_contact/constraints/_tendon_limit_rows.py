@@ -19,7 +19,8 @@ from .._model import Model
 from ._limit_rows import LimitBlock
 from ._soft import is_mujoco, normal_soft_rows, require_soft
 
-__all__ = ["TendonLimitRows", "limited_tendons", "tendon_limit_rows", "tendon_limits_in_reach"]
+__all__ = ["TendonLimitRows", "limited_tendons", "tendon_limit_rows", "tendon_limits_in_reach",
+           "nearer_limits"]
 
 
 def limited_tendons(model: Model) -> tuple[int, ...]:
@@ -51,14 +52,21 @@ class TendonLimitRows(LimitBlock):
             soft.tendon_invweight0.astype(dtype)[index], velocity_now[:, 2], dt, soft.refsafe)
 
 
+def nearer_limits(model: Model, length: jax.Array, tendons) -> tuple[jax.Array, jax.Array]:
+    """``(sign, bound)`` ``(L,)`` of the nearer length limit of each tendon of ``tendons`` at its
+    ``length`` (m): ``+1`` and the lower bound, or ``−1`` and the upper one; the slot's distance
+    is ``sign (length − bound)``, its row ``sign J_t``."""
+    limits = model.tendons.range.astype(length.dtype)[np.asarray(tendons, dtype=np.int64)]
+    lower = length - limits[:, 0] <= limits[:, 1] - length
+    return (jnp.where(lower, 1.0, -1.0).astype(length.dtype),
+            jnp.where(lower, limits[:, 0], limits[:, 1]))
+
+
 def _window(model: Model, smooth, v, dt, margin, tendons):
     index = np.asarray(tendons, dtype=np.int64)
     length = smooth.tendon.length[index]
-    limits = model.tendons.range.astype(length.dtype)[index]
-    to_lower, to_upper = length - limits[:, 0], limits[:, 1] - length
-    lower = to_lower <= to_upper
-    distance = jnp.where(lower, to_lower, to_upper)
-    sign = jnp.where(lower, 1.0, -1.0).astype(length.dtype)
+    sign, bound = nearer_limits(model, length, tendons)
+    distance = sign * (length - bound)
     rows = sign[:, None] * smooth.tendon.jacobian[index]
     if is_mujoco(model):  # MuJoCo: a row while dist < the tendon's margin
         return distance, rows, distance < require_soft(model).tendon_margin.astype(length.dtype)[index]

@@ -41,7 +41,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..constraints._equality_rows import equality_errors, slot_equality
-from ..constraints._tendon_limit_rows import limited_tendons
+from ..constraints._assembler import gap_or_push_out
+from ..constraints._tendon_limit_rows import limited_tendons, nearer_limits
 from .._model import ConstraintModel, EqualityKind, Model
 from ._integration import integrate_positions
 from ._kinematics import forward_kinematics, motion_axes
@@ -88,20 +89,18 @@ def _projected_limits(model: Model) -> tuple[int, ...]:
     return limited_tendons(model) if model.options.project_limits else ()
 
 
-def _past_prediction(model: Model, distance_next, row_next, row_now, distance_now, dt):
+def _past_target(model: Model, distance_next, row_next, row_now, distance_now, dt):
     """A limit row's error and rows for the projection (module docstring): ``distance_next −
     (distance_now + dt c*)`` where negative, with ``row_next`` and ``row_now``; zeros elsewhere.
-    ``c*`` is the row's reference velocity in the solve (:mod:`~jaxsim_contact.constraints.
-    _assembler`: close the gap, or push out at ``β`` up to ``limit_correction_speed``), so the
-    target is ``0`` for a row that starts feasible and the capped push-out's end for a violated
-    one — written with the solve's own ``max`` / ``min``, whose derivatives at ``distance_now =
-    0`` match it."""
+    ``c*`` is the row's reference velocity in the solve (the assembler's
+    :func:`~jaxsim_contact.constraints._assembler.gap_or_push_out`), so the target is ``0`` for a
+    row that starts feasible and the capped push-out's end for a violated one, and its derivative
+    at ``distance_now = 0`` matches the solve's."""
     options = model.options
     dtype = distance_now.dtype
-    push_out = jnp.minimum(options.baumgarte.astype(dtype) * jnp.maximum(-distance_now, 0.0) / dt,
-                           options.limit_correction_speed.astype(dtype))
-    target = distance_now + dt * (push_out - jnp.maximum(distance_now, 0.0) / dt)
-    error = distance_next - target
+    reference = gap_or_push_out(distance_now, options.baumgarte.astype(dtype),
+                                options.limit_correction_speed.astype(dtype), dt)
+    error = distance_next - (distance_now + dt * reference)
     past = error < 0
     return (jnp.where(past, error, 0.0), jnp.where(past[:, None], row_next, 0.0),
             jnp.where(past[:, None], row_now, 0.0))
@@ -114,25 +113,24 @@ def limit_drift_rows(model: Model, q: jax.Array, q_next: jax.Array, dt: jax.Arra
     with its row at ``q_next`` (``(nq,)``, the positions integrated over ``dt`` s) and at ``q``,
     zero where a row is not past its target; ``tendon_now`` / ``tendon_next`` the tendon
     kinematics at ``q`` / ``q_next``. Distances in m (rad for fixed tendons of hinges)."""
-    index = np.asarray(_projected_limits(model), dtype=np.int64)
-    limits = model.tendons.range.astype(q.dtype)[index]
+    tendons = _projected_limits(model)
+    index = np.asarray(tendons, dtype=np.int64)
     length_now = tendon_now.length[index]
-    lower = length_now - limits[:, 0] <= limits[:, 1] - length_now
-    sign = jnp.where(lower, 1.0, -1.0).astype(q.dtype)
-    bound = jnp.where(lower, limits[:, 0], limits[:, 1])
-    return _past_prediction(model, sign * (tendon_next.length[index] - bound),
-                            sign[:, None] * tendon_next.jacobian[index],
-                            sign[:, None] * tendon_now.jacobian[index], sign * (length_now - bound), dt)
+    sign, bound = nearer_limits(model, length_now, tendons)
+    return _past_target(model, sign * (tendon_next.length[index] - bound),
+                        sign[:, None] * tendon_next.jacobian[index],
+                        sign[:, None] * tendon_now.jacobian[index], sign * (length_now - bound), dt)
 
 
 def project_positions(model: Model, q: jax.Array, q_next: jax.Array, v_next: jax.Array,
                       dt: jax.Array, cholesky_inverse: jax.Array, tendon_now):
     """``(q_next, v_next, unsatisfied)``: ``q_next`` ``(nq,)`` moved by one mass-weighted
     Gauss–Newton step onto the active equality constraints and the limits' targets (module
-    docstring; ``q`` ``(nq,)`` the step's start, ``dt`` (s) the step, ``cholesky_inverse`` ``(nv, nv)`` the step's ``L⁻¹``, ``tendon_now`` the
-    tendon kinematics at ``q``); ``v_next`` ``(nv,)`` plus the limit rows' displacement over
-    ``dt`` (unchanged without projected limits); and a bool, true when the linearised residual
-    of the equality rows after the step ``e − B⁺ Dᵀ (B⁺ Dᵀ + δ I)⁻¹ e`` exceeds ``Options.equality_tolerance`` somewhere — the
+    docstring; ``q`` ``(nq,)`` the step's start, ``dt`` (s) the step, ``cholesky_inverse``
+    ``(nv, nv)`` the step's ``L⁻¹``, ``tendon_now`` the tendon kinematics at ``q``); ``v_next``
+    ``(nv,)`` plus the limit rows' displacement over ``dt`` (unchanged without projected
+    limits); and a bool, true when the linearised residual of the equality rows after the step
+    ``e − B⁺ Dᵀ (B⁺ Dᵀ + δ I)⁻¹ e`` exceeds ``Options.equality_tolerance`` somewhere — the
     constraints are incompatible and ``q`` is their least-squares compromise. A model without
     equality constraints or projected limits gets ``q_next``, ``v_next`` back and ``False``."""
     tendons = _projected_limits(model)
