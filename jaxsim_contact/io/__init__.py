@@ -32,7 +32,7 @@ from ._errors import (
 )
 from ._export import ExportError, ExportedProgram, export_rollout, export_step, load_exported
 from ._loader import compile_mjmodel, compile_spec, from_mjmodel, load, mujoco_compatible, prepare_spec
-from ._overlaps import self_overlaps
+from ._overlaps import self_overlaps, welded_overlap_geom_pairs
 from ._scene import add_floor, set_collision, set_height_field
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "set_collision",
     "set_height_field",
     "self_overlaps",
+    "welded_overlap_geom_pairs",
     "ModelError",
     "ModelParseError",
     "MissingAssetError",

@@ -34,6 +34,7 @@ from ._errors import (
     UnsupportedFeatureError,
 )
 from ._meshes import check_meshes
+from ._overlaps import excluded_geom_pairs
 from ._overlaps import exclude_self_overlaps as handle_self_overlaps
 from ._options import apply_options
 from ._soft_parameters import warn_out_of_range
@@ -688,8 +689,13 @@ def _collision_from_mjmodel(mj, bodies: dict, geoms: dict, source: str) -> dict:
     collision structure (pair groups, broad-phase tables), built from the body and geom fields
     already read (``bodies``, ``geoms``)."""
     contact_pairs = _explicit_contact_pairs(mj, source)
+    try:
+        exclude_geoms = excluded_geom_pairs(mj)
+    except ValueError as err:
+        raise ModelError(f"{source}: {err}") from None
     return dict(
         contact_geom_pairs=contact_pairs,
+        exclude_geom_pairs=exclude_geoms,
         collision=build_collision_structure(
             geom_type=geoms["geom_type"],
             geom_body=geoms["geom_body"],
@@ -699,6 +705,7 @@ def _collision_from_mjmodel(mj, bodies: dict, geoms: dict, source: str) -> dict:
             body_joint_num=tuple(int(n) for n in mj.body_jntnum),
             exclude_body_pairs=bodies["exclude_body_pairs"],
             contact_geom_pairs=contact_pairs,
+            exclude_geom_pairs=exclude_geoms,
             mesh_vertices=tuple(np.asarray(v) for v in geoms["mesh_vertices"]),
             geom_hfield=geoms["geom_hfield"],
             hfield_size=np.asarray(mj.hfield_size, np.float64).reshape(mj.nhfield, 4),

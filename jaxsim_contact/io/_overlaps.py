@@ -18,13 +18,19 @@ from pathlib import Path
 
 from ._errors import SelfOverlapWarning
 
-__all__ = ["self_overlaps", "exclude_self_overlaps", "reference_pose_contacts", "one_mechanism",
-           "SELF_OVERLAP_DEPTH"]
+__all__ = ["self_overlaps", "welded_overlap_geom_pairs", "exclude_self_overlaps",
+           "reference_pose_contacts", "one_mechanism", "excluded_geom_pairs", "SELF_OVERLAP_DEPTH",
+           "EXCLUDED_GEOM_PAIRS"]
 
 #: a pair counts as overlapping when MuJoCo C finds it deeper than this at ``qpos0`` (m): deeper
 #: overlaps are collision meshes intersecting at a joint by design, shallower ones touching links
 #: (closed gripper fingers) that a contact can push apart.
 SELF_OVERLAP_DEPTH = 1e-3
+
+#: name of the ``<custom><numeric>`` that carries geom-pair exclusions through a compiled
+#: ``MjModel`` (MuJoCo's ``<exclude>`` names bodies only): flat ``geom1 geom2 geom1 geom2 ...``
+#: ids, read by :func:`excluded_geom_pairs`. MuJoCo C ignores it; a file may also declare it.
+EXCLUDED_GEOM_PAIRS = "jaxsim_contact/exclude_geom_pairs"
 
 
 def self_overlaps(mj) -> list[tuple[int, int, float]]:
@@ -45,6 +51,40 @@ def self_overlaps(mj) -> list[tuple[int, int, float]]:
         body1, body2 = sorted((int(mj.geom_bodyid[geom1]), int(mj.geom_bodyid[geom2])))
         deepest[(body1, body2)] = max(depth, deepest.get((body1, body2), 0.0))
     return sorted(((a, b, d) for (a, b), d in deepest.items()), key=lambda pair: -pair[2])
+
+
+def welded_overlap_geom_pairs(mj) -> list[tuple[int, int]]:
+    """Geom pairs ``(geom1, geom2)`` (``geom1 < geom2``) of a link and geometry welded to the world
+    (a fixed base fused into the world body, :func:`one_mechanism`) that overlap by more than
+    :data:`SELF_OVERLAP_DEPTH` at ``qpos0`` (MuJoCo C's collision detection). An ``<exclude>``
+    of the two bodies would also drop the link's floor contacts; these pairs are excluded one by
+    one instead (:data:`EXCLUDED_GEOM_PAIRS`)."""
+    pairs = set()
+    for geom1, geom2, depth, _ in reference_pose_contacts(mj):
+        if (depth > SELF_OVERLAP_DEPTH and one_mechanism(mj, geom1, geom2)
+                and 0 in (int(mj.geom_bodyid[geom1]), int(mj.geom_bodyid[geom2]))):
+            pairs.add((min(geom1, geom2), max(geom1, geom2)))
+    return sorted(pairs)
+
+
+def excluded_geom_pairs(mj) -> tuple[tuple[int, int], ...]:
+    """The geom pairs the compiled model ``mj`` excludes through :data:`EXCLUDED_GEOM_PAIRS`
+    (empty when it declares none).
+
+    Raises:
+      ValueError: the numeric's size is odd or it names a geom ``mj`` does not have.
+    """
+    import mujoco
+
+    index = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_NUMERIC, EXCLUDED_GEOM_PAIRS)
+    if index < 0:
+        return ()
+    start, size = int(mj.numeric_adr[index]), int(mj.numeric_size[index])
+    values = [float(v) for v in mj.numeric_data[start:start + size]]
+    if size % 2 or any(v != int(v) or not 0 <= v < mj.ngeom for v in values):
+        raise ValueError(f"<numeric name={EXCLUDED_GEOM_PAIRS!r}> must list pairs of geom ids in "
+                         f"[0, {mj.ngeom}), got {values}")
+    return tuple((int(a), int(b)) for a, b in zip(values[::2], values[1::2]))
 
 
 def reference_pose_contacts(mj) -> list[tuple[int, int, float, bool]]:
@@ -98,9 +138,10 @@ def exclude_self_overlaps(spec, mj, path: str | Path, exclude: bool = True):
     :func:`self_overlaps` of ``mj``, the compiled ``spec``; returns the model to simulate.
 
     Excluding adds ``<contact><exclude body1 body2/>`` for each pair to ``spec`` and compiles it
-    again. A pair with an unnamed body cannot be named in an exclude, and one with the world body
-    (a fixed base's welded geometry) would also lose the link's floor contacts: those are
-    reported, not excluded. Warnings are :class:`~jaxsim_contact.io._errors.SelfOverlapWarning`
+    again. A pair with the world body (a fixed base's welded geometry) would also lose the link's
+    floor contacts: its overlapping geom pairs (:func:`welded_overlap_geom_pairs`) are excluded
+    one by one instead, through :data:`EXCLUDED_GEOM_PAIRS` (the link keeps its other contacts).
+    A pair with an unnamed body cannot be named in an exclude: it is reported only. Warnings are :class:`~jaxsim_contact.io._errors.SelfOverlapWarning`
     and name the file, the bodies and the depths.
     """
     pairs = self_overlaps(mj)
@@ -117,15 +158,18 @@ def exclude_self_overlaps(spec, mj, path: str | Path, exclude: bool = True):
     for a, b, _ in excluded:
         spec.add_exclude(bodyname1=_body_name(mj, a), bodyname2=_body_name(mj, b))
     welded = [pair for pair in pairs if pair[0] == 0]
+    welded_geoms = welded_overlap_geom_pairs(mj) if welded else []
+    if welded_geoms:
+        spec.add_numeric(name=EXCLUDED_GEOM_PAIRS, data=[float(g) for pair in welded_geoms for g in pair])
     unnamed = [pair for pair in pairs if pair not in excluded and pair not in welded]
     parts = []
     if excluded:
         parts.append("bodies of one kinematic tree overlap at the reference pose qpos0 and are "
                      f"excluded from collision with each other: {_describe(mj, excluded)}")
     if welded:
-        parts.append("links overlap geometry welded to the world (a fixed base) at qpos0, not "
-                     "excluded because an <exclude> with the world would also drop their floor "
-                     f"contacts (give the welded geom contype/conaffinity bits the links lack): "
+        parts.append("links overlap geometry welded to the world (a fixed base) at qpos0; "
+                     f"the {len(welded_geoms)} overlapping geom pairs are excluded from collision "
+                     "(not the bodies: the links keep their floor contacts): "
                      f"{_describe(mj, welded)}")
     if unnamed:
         parts.append("overlapping at qpos0 but not excluded (an unnamed body cannot be excluded): "
@@ -135,4 +179,4 @@ def exclude_self_overlaps(spec, mj, path: str | Path, exclude: bool = True):
                   "be resolved (the solver would run to its cap on every step); write the "
                   "<exclude> yourself to silence this, or pass exclude_self_overlaps=False to "
                   "keep the pairs", SelfOverlapWarning, stacklevel=3)
-    return spec.compile() if excluded else mj
+    return spec.compile() if excluded or welded_geoms else mj

@@ -73,7 +73,9 @@ def test_fixed_base_palm_is_part_of_the_robot():
     """MuJoCo fuses the Allegro palm (jointless URDF root) into the world body, where C's parent
     filter does not apply: at qpos0 MuJoCo C itself collides the palm with finger and thumb bases
     (the thumb base 3.7 cm deep, a contact no force can resolve). Our filters reproduce that by
-    default; ``world_is_robot_base`` drops exactly the palm-vs-link pairs, not the floor's."""
+    default, except the geom pairs that overlap at qpos0, which the loader excludes by pair
+    (``jc.io.welded_overlap_geom_pairs``); ``world_is_robot_base`` drops exactly the palm-vs-link
+    pairs, not the floor's."""
     import mujoco
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*ignoring equality constraint")
@@ -88,7 +90,9 @@ def test_fixed_base_palm_is_part_of_the_robot():
         return {tuple(sorted(p)) for g in model.collision.groups for p in zip(g.geom_a, g.geom_b)}
 
     default = pairs(base)
-    assert mj_pairs <= default
+    overlapping = set(base.exclude_geom_pairs)
+    assert overlapping and overlapping <= mj_pairs and not overlapping & default
+    assert mj_pairs - overlapping <= default
     fixed = jc.io.set_collision(base, self_collision=False, world_is_robot_base=True)
     kept = pairs(fixed)
     floor = len(base.geom_type) - 1

@@ -85,27 +85,118 @@ def test_solo12_hip_overlaps_are_named():
 def test_masked_overlap_is_not_reported_as_penetration():
     """example-robot-data's double pendulum: link 1 overlaps the (world-welded) base by 13 mm
     around its own hinge, which no force can change; the slot is masked (λ = 0), and
-    ``penetration`` (a statistic of the slots the solve saw) no longer reports it."""
+    ``penetration`` (a statistic of the slots the solve saw) no longer reports it. Loaded with
+    the defaults, the pair is excluded at load (a welded overlap, excluded by geom pair)."""
     import jax
 
     roots = [d for d in default_package_dirs() if d.name == "robots"]
     path = roots[0] / "double_pendulum_description" / "urdf" / "double_pendulum_continuous.urdf"
-    model = jc.load(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jc.io.SelfOverlapWarning)
+        model = jc.load(path, exclude_self_overlaps=False)
     contact = jax.jit(jc.step)(model, jc.init(model)).contact
     assert float(contact.distance.min()) == pytest.approx(-0.013, abs=1e-4)
     assert int(contact.num_active) == 0
     assert float(contact.penetration) == 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jc.io.SelfOverlapWarning)
+        excluded = jc.load(path)
+    assert len(excluded.exclude_geom_pairs) == 1
+    assert float(jax.jit(jc.step)(excluded, jc.init(excluded)).contact.distance.min()) > 0
 
 
-def test_overlap_with_a_welded_base_is_reported_not_excluded():
+def _candidate_pairs(model) -> set[tuple[int, int]]:
+    return {(min(a, b), max(a, b)) for group in model.collision.groups
+            for a, b in zip(group.geom_a, group.geom_b)}
+
+
+def test_overlap_with_a_welded_base_excludes_the_geom_pairs_not_the_bodies():
     """The Allegro hand's palm is welded to the world (a fixed-base URDF root, fused by MuJoCo):
     an ``<exclude>`` of a finger link with the world would also drop its floor contacts, so the
-    37 mm overlap of the thumb's base with the palm is named, not excluded."""
+    overlapping geom pairs (the thumb's base 37 mm into the palm) are excluded one by one,
+    carried through the compiled model by a ``<numeric>`` that MuJoCo C ignores."""
     roots = [d for d in default_package_dirs() if d.name == "robots"]
     path = roots[0] / "allegro_hand_description" / "urdf" / "allegro_right_hand.urdf"
     mj, messages = _load(path, balance_inertia=True)
     assert len(messages) == 1
     assert "welded to the world" in messages[0] and "'world'-'link_12.0'" in messages[0]
+    assert "geom pairs are excluded" in messages[0]
     assert mj.nexclude == 0
-    pairs = jc.io.self_overlaps(mj)
+    pairs = jc.io.self_overlaps(mj)  # MuJoCo C's view: the numeric does not change its contacts
     assert all(body1 == 0 for body1, _, _ in pairs) and max(d for _, _, d in pairs) > 0.03
+    excluded = jc.io.welded_overlap_geom_pairs(mj)
+    assert excluded and all(0 in (mj.geom_bodyid[a], mj.geom_bodyid[b]) for a, b in excluded)
+    model = jc.io.from_mjmodel(mj, source=str(path))
+    assert set(model.exclude_geom_pairs) == set(excluded)
+    assert not _candidate_pairs(model) & set(excluded)
+
+
+WELDED = """
+<mujoco model="welded_overlap">
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1"/>
+    <geom name="base" type="box" pos="0 0 0.2" size="0.1 0.1 0.1"/>
+    <body name="link" pos="0 0 0.25">
+      <joint name="yaw" type="hinge" axis="0 0 1" damping="0.01"/>
+      <geom name="knob" type="sphere" pos="0.09 0 0" size="0.03" mass="0.5"/>
+      <body name="arm" pos="0 0 0.1">
+        <joint name="pitch" type="hinge" axis="0 1 0"/>
+        <geom name="rod" type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="0.3"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_welded_overlap_excluded_by_geom_pair_lets_the_solve_converge(tmp_path):
+    """A fixed-base toy of example-robot-data's Panda (``panda_collision.urdf``: link 1 120 mm
+    inside the welded link 0): a yawing link's knob 40 mm inside the world-welded base, at a
+    depth no yaw removes (40 mm at yaw 0, deeper either side). Kept, the hard contact asks for a
+    separation no motion gives: 112 of 300 steps at the solver's cap and the arm crashes 120 mm
+    into the base (measured). Excluded by geom pair, the knob–base pair is gone while the arm still
+    lands on the base and the links keep the floor: no capped step, no penetration."""
+    import jax
+    import jax.numpy as jnp
+    import mujoco
+
+    path = tmp_path / "welded.xml"
+    path.write_text(WELDED)
+
+    def run(model):
+        def body(state, _):
+            state = jc.step(model, state, jnp.zeros(model.nu))
+            return state, (state.contact.iterations, state.contact.penetration)
+        state = jc.init(model, q=jnp.array([0.3, 0.0], dtype=model.dtype))
+        _, (iterations, penetration) = jax.jit(lambda s: jax.lax.scan(body, s, None, length=300))(state)
+        return int((iterations >= model.options.solver.max_iterations).sum()), float(penetration.max())
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = jc.load(path)
+    [message] = [str(w.message) for w in caught if issubclass(w.category, jc.io.SelfOverlapWarning)]
+    assert "'world'-'link' 40.00 mm" in message and "1 overlapping geom pairs are excluded" in message
+    mj = jc.io.compile_mjmodel(path)
+    geom = {name: mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_GEOM, name) for name in ("floor", "base", "knob", "rod")}
+    assert model.exclude_geom_pairs == ((geom["base"], geom["knob"]),)
+    candidates = _candidate_pairs(model)
+    assert (geom["base"], geom["knob"]) not in candidates
+    assert {(geom["floor"], geom["knob"]), (geom["floor"], geom["rod"]), (geom["base"], geom["rod"])} <= candidates
+    capped, penetration = run(model)
+    assert capped == 0 and penetration < 1e-6
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jc.io.SelfOverlapWarning)
+        kept = jc.load(path, exclude_self_overlaps=False)
+    assert kept.exclude_geom_pairs == ()
+    capped, penetration = run(kept)
+    assert capped > 50 and penetration > 0.05
+
+
+def test_a_malformed_geom_pair_numeric_is_refused_by_name(tmp_path):
+    path = tmp_path / "bad.xml"
+    path.write_text(WELDED.replace("<worldbody>", '<custom><numeric name="jaxsim_contact/exclude_geom_pairs" '
+                                   'data="1 2 3"/></custom><worldbody>'))
+    with pytest.raises(jc.io.ModelError, match="exclude_geom_pairs.*pairs of geom ids"):
+        jc.load(path, exclude_self_overlaps=False)
