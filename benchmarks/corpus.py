@@ -12,8 +12,11 @@ Corpus (every file is found through the installed packages, never through a fixe
   place (nothing of it is imported);
 * ``robots``     — every ``*.urdf`` under example-robot-data's ``robots`` folder
   (``jaxsim_contact.io._urdf.default_package_dirs()``), with a floor plane added
-  (``friction="1 0.005 0.0001"``, as ``_scenes.robot``) and **no** excluded body pairs (the
-  robots' self-contacts as MuJoCo has them); equality constraints are kept
+  (``friction="1 0.005 0.0001"``, as ``_scenes.robot``; for a fixed-base robot whose moving
+  geometry reaches below it at ``qpos0`` — the Allegro hand's fingers around its palm at the
+  origin, Talos' left arm hanging from the torso — lowered to :data:`START_CLEARANCE` below the
+  lowest moving geom, :func:`lower_floor_below_fixed_base`) and the self-overlap exclusions
+  ``jc.load`` makes; equality constraints are kept
   (``ignore_equality=False``): mimic joints are simulated as joint equalities. Floating base rule: every
   robot gets a free joint (legged, humanoid, wheeled, flying) except the arms, hands and fixed
   pendula named in :data:`FIXED_BASE` (a folder or file name matched against the path).
@@ -232,13 +235,40 @@ def mujoco_compiles(entry: Entry) -> str | None:
     return None
 
 
+def lowest_moving_geom(mj, floor: int) -> float | None:
+    """Smallest signed distance (m) at ``qpos0`` from the floor geom ``floor`` to a collision geom
+    of a body that moves (not welded to the world) and can touch the floor; ``None`` without one."""
+    geoms = [g for g in range(mj.ngeom)
+             if mj.body_weldid[mj.geom_bodyid[g]] != 0 and int(mj.geom_type[g]) != int(mujoco.mjtGeom.mjGEOM_PLANE)
+             and (mj.geom_contype[g] & mj.geom_conaffinity[floor] or mj.geom_contype[floor] & mj.geom_conaffinity[g])]
+    if not geoms:
+        return None
+    data = mujoco.MjData(mj)
+    mujoco.mj_kinematics(mj, data)
+    return min(mujoco.mj_geomDistance(mj, data, floor, g, 1e3, None) for g in geoms)
+
+
+def lower_floor_below_fixed_base(spec, mj, entry: Entry):
+    """For a fixed-base robot whose moving geometry crosses the floor at ``qpos0``, move the floor
+    to :data:`START_CLEARANCE` below the lowest moving geom and compile again; returns the
+    compiled model (``mj`` itself when nothing crosses). A floor through a welded hand is an
+    infeasible start no robot is mounted in."""
+    floor = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_GEOM, FLOOR["name"])
+    lowest = lowest_moving_geom(mj, floor)
+    if entry.floating_base or lowest is None or lowest >= 0:
+        return mj
+    geom = spec.geom(FLOOR["name"])
+    geom.pos = [0.0, 0.0, lowest - START_CLEARANCE]
+    return jc.io.compile_spec(spec, entry.path)
+
+
 def build(entry: Entry, balance_inertia: bool = False):
     """``(MjModel, jc.Model)`` of the entry through ``jc.io`` (raises what ``jc.load`` raises)."""
     if entry.kind == "urdf":
         spec = jc.io.prepare_spec(entry.path, floating_base=entry.floating_base,
                                   balance_inertia=balance_inertia)
         add_floor(spec)
-        mj = jc.io.compile_spec(spec, entry.path)
+        mj = lower_floor_below_fixed_base(spec, jc.io.compile_spec(spec, entry.path), entry)
     else:
         mj = jc.io.compile_mjmodel(entry.path, balance_inertia=balance_inertia)
     return mj, jc.io.from_mjmodel(mj, source=entry.path)

@@ -37,7 +37,11 @@ from ._rows import KIND_ORDER, RowBlock, RowKind, SlotGeometry
 from ._soft import is_mujoco
 
 __all__ = ["PRODUCERS", "Producer", "num_constraint_slots", "slot_ranges", "constraint_rows", "any_row_in_reach",
-           "stack", "contact_problem", "split_forces", "gap_or_push_out"]
+           "stack", "contact_problem", "split_forces", "gap_or_push_out", "DEGENERATE_NORMAL_RATIO"]
+
+#: a contact or limit slot whose normal Delassus entry is at most this fraction of its block's
+#: trace is masked (no normal force moves it; :func:`contact_problem`)
+DEGENERATE_NORMAL_RATIO = 1e-8
 
 
 class Producer(typing.NamedTuple):
@@ -193,9 +197,15 @@ def contact_problem(model: Model, blocks, rows: SlotGeometry, smooth, velocity, 
     # rigid assembly) cannot be resolved by any normal force: a violated one makes the NCP
     # infeasible. Such rows are masked (λ = 0); their distance is still reported. The threshold
     # is relative to the slot's own block, so mass ratios between bodies never mask a real one.
+    # It is not only round-off (100 ε): a UR3's shoulder 1 µm inside its welded base, yawing
+    # about the contact normal, has normal / block ratios 1e-12 to 6e-11 (the mesh normal is not
+    # exactly its axis), a push-out no force achieves, and the solve sat at its cap on 176 of 200
+    # steps. Below 1e-8 (the normal moving 10⁴ times less than the slot's tangents) a normal force
+    # changes no velocity to within the solver's tolerance, so masking it changes no motion.
     # (A bilateral slot is never masked this way: its three rows are constraints of their own,
     # and a row no dof can move only leaves the equality unsatisfied, which the solver reports.)
-    degenerate = normal_diag <= 100.0 * jnp.finfo(B.dtype).eps * jnp.sum(block_diag, -1)
+    relative_floor = jnp.maximum(100.0 * jnp.finfo(B.dtype).eps, DEGENERATE_NORMAL_RATIO)
+    degenerate = normal_diag <= relative_floor * jnp.sum(block_diag, -1)
     if soft:  # a soft row is never infeasible (R > 0): MuJoCo keeps every row some dof moves
         degenerate = jnp.sum(block_diag, -1) == 0
     bilateral = np.concatenate([np.full(b.num_slots, b.kind is RowKind.BILATERAL) for b in blocks])

@@ -86,7 +86,7 @@ def load(
         ``mimic`` joints) with a warning naming them, instead of simulating them as hard
         bilateral rows (:mod:`jaxsim_contact.constraints._equality_rows`).
       exclude_self_overlaps: exclude from collision the pairs of bodies of one kinematic tree
-        whose geoms overlap by more than 1 mm at the reference pose ``qpos0`` (MuJoCo C's
+        whose geoms overlap by more than 10 µm at the reference pose ``qpos0`` (MuJoCo C's
         collision detection; :func:`jaxsim_contact.io._overlaps.self_overlaps`), with a
         ``SelfOverlapWarning`` naming each pair and its depth. MuJoCo keeps such pairs as a
         permanent soft contact; a hard contact between links that start inside each other cannot

@@ -17,7 +17,8 @@ from jaxsim_contact.io._urdf import default_package_dirs
 
 OVERLAP = 0.005  # m
 
-TOY = f"""
+def toy(overlap: float) -> str:
+    return f"""
 <mujoco model="overlap">
   <option timestep="0.01"/>
   <worldbody>
@@ -30,7 +31,7 @@ TOY = f"""
         <inertial pos="0 0 0" mass="0.1" diaginertia="1e-4 1e-4 1e-4"/>
         <body name="thigh" pos="0 0 0">
           <joint name="knee" type="hinge" axis="0 1 0"/>
-          <geom type="capsule" fromto="0 {-OVERLAP + 0.02} 0 0 0.1 0" size="0.02" mass="0.3"/>
+          <geom type="capsule" fromto="0 {-overlap + 0.02} 0 0 0.1 0" size="0.02" mass="0.3"/>
         </body>
       </body>
     </body>
@@ -39,11 +40,27 @@ TOY = f"""
 """
 
 
+TOY = toy(OVERLAP)
+
+
 @pytest.fixture(scope="module")
 def toy_path(tmp_path_factory):
     path = tmp_path_factory.mktemp("overlap") / "overlap.xml"
     path.write_text(TOY)
     return path
+
+
+@pytest.mark.parametrize("overlap, excluded", [(5e-5, True), (2e-6, False)])
+def test_shallow_overlaps_are_excluded_down_to_ten_micrometres(tmp_path, overlap, excluded):
+    """Talos' chest starts 0.07 mm inside its pelvis and its frictional NCP has no solution (the
+    solve sat at its cap from step 0): overlaps deeper than 10 µm are excluded, not only those
+    deeper than the former 1 mm; a 2 µm overlap (numerical touching) is not."""
+    path = tmp_path / "shallow.xml"
+    path.write_text(toy(overlap))
+    mj, messages = _load(path)
+    assert mj.nexclude == int(excluded) and len(messages) == int(excluded)
+    if excluded:
+        assert f"'torso'-'thigh' {1e3 * overlap:.2f} mm" in messages[0]
 
 
 def _load(path, **kwargs):
@@ -200,3 +217,23 @@ def test_a_malformed_geom_pair_numeric_is_refused_by_name(tmp_path):
                                    'data="1 2 3"/></custom><worldbody>'))
     with pytest.raises(jc.io.ModelError, match="exclude_geom_pairs.*pairs of geom ids"):
         jc.load(path, exclude_self_overlaps=False)
+
+
+def test_a_spec_compiled_twice_keeps_its_geom_pair_exclusions_once(tmp_path):
+    """A benchmark that edits a prepared spec after its first ``compile_spec`` (the corpus lowers a
+    fixed-base robot's floor) compiles it again: the declared geom pairs are kept, not declared
+    twice (MuJoCo refuses a repeated numeric name), and not reported again."""
+    path = tmp_path / "welded.xml"
+    path.write_text(WELDED)
+    spec = jc.io.prepare_spec(path)
+    with warnings.catch_warnings(record=True) as first:
+        warnings.simplefilter("always")
+        mj = jc.io.compile_spec(spec, path)
+    spec.geom("floor").pos = [0.0, 0.0, -0.1]
+    with warnings.catch_warnings(record=True) as second:
+        warnings.simplefilter("always")
+        again = jc.io.compile_spec(spec, path)
+    overlap = lambda caught: [w for w in caught if issubclass(w.category, jc.io.SelfOverlapWarning)]  # noqa: E731
+    assert len(overlap(first)) == 1 and overlap(second) == []
+    assert jc.io.from_mjmodel(again).exclude_geom_pairs == jc.io.from_mjmodel(mj).exclude_geom_pairs
+    assert len(jc.io.from_mjmodel(again).exclude_geom_pairs) == 1
