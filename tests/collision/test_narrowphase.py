@@ -464,3 +464,59 @@ def test_culling_bound_never_exceeds_the_distance_and_is_tight_for_long_capsules
     short = geom([0.2, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.05, 0.01 if ta == T.CAPSULE else 0.0, 0.0])
     tight = float(pair_bound(stack([short]), ta, stack([long]), tb)[0][0])
     assert tight == pytest.approx(0.09 if ta == T.CAPSULE else 0.1, abs=1e-12)
+
+
+def test_oriented_box_bound_never_exceeds_the_box_distance():
+    """The separating-axis bound of two oriented boxes is a lower bound of their distance (the
+    closed-form box–box answer) over random poses, with a unit normal from a to b."""
+    from jaxsim_contact.collision._narrowphase import _box_bound
+
+    count = 300
+    pairs = [(geom(RNG.uniform(-1, 1, 3), random_quat(), RNG.uniform(0.02, 0.4, 3)),
+              geom(RNG.uniform(-1, 1, 3), random_quat(), RNG.uniform(0.02, 0.4, 3))) for _ in range(count)]
+    stack = lambda gs: jax.tree_util.tree_map(lambda *x: jnp.stack(x), *gs)  # noqa: E731
+    boxes_a, boxes_b = stack([a for a, _ in pairs]), stack([b for _, b in pairs])
+    gap, normal, _ = jax.jit(_box_bound)(boxes_a, boxes_b)
+    manifold = jax.vmap(pair_function(T.BOX, T.BOX)[0], in_axes=(0, 0, None))(boxes_a, boxes_b, jnp.asarray(10.0))
+    exact = np.min(np.where(np.asarray(manifold.valid), np.asarray(manifold.distance), np.inf), axis=1)
+    positive = np.isfinite(exact) & (exact > 0)
+    assert positive.sum() > count // 3
+    assert np.all(np.asarray(gap)[positive] <= exact[positive] + 1e-12)
+    np.testing.assert_allclose(np.linalg.norm(np.asarray(normal), axis=1), 1.0, atol=1e-12)
+    between = np.asarray(boxes_b.pos - boxes_a.pos)
+    assert np.all(np.sum(np.asarray(normal) * between, axis=1) >= 0)
+
+
+PLATES = 12  # 66 mesh pairs: more than the GJK/EPA budget of 64 per step
+
+
+def test_plates_whose_spheres_overlap_stay_out_of_the_gjk_budget(tmp_path, monkeypatch):
+    """A stack of 12 thin mesh plates 1 cm apart: every pair's bounding spheres overlap (radius
+    21 cm), so sphere culling passes all 66 pairs to a narrow phase capped at 64 and flags the
+    budget overflow on every step (Talos standing: 119 of its 996 mesh pairs). Their oriented
+    boxes are 1 cm apart: no pair is near, no overflow, and the lower bound is ~1 cm."""
+    import dataclasses
+
+    from jaxsim_contact.collision import _narrowphase
+
+    corners = " ".join(f"{x} {y} {z}" for x in (-0.15, 0.15) for y in (-0.15, 0.15) for z in (-0.001, 0.001))
+    bodies = "".join(f'<body pos="0 0 {0.5 + 0.012 * i}"><freejoint/><geom type="mesh" mesh="plate"/></body>'
+                     for i in range(PLATES))
+    path = tmp_path / "plates.xml"
+    path.write_text(f'<mujoco><asset><mesh name="plate" vertex="{corners}"/></asset>'
+                    f'<worldbody>{bodies}</worldbody></mujoco>')
+    model = jc.load(path)
+    [group] = [g for g in model.collision.groups if g.type_a == T.MESH and g.type_b == T.MESH]
+    assert group.num_pairs == PLATES * (PLATES - 1) // 2 > group.narrow_budget
+    kin = jc.dynamics.forward_kinematics(model, model.qpos0)
+
+    def narrow(m):
+        return jax.jit(lambda m: jc.collision.narrow_phase(
+            m, m.collision, kin.body_pos, kin.body_quat, m.options.contact_margin))(m)
+
+    boxed = narrow(model)
+    assert not bool(boxed.overflow) and not bool(jnp.any(boxed.active))
+    assert float(jnp.min(boxed.distance)) == pytest.approx(0.01, abs=1e-9)
+    monkeypatch.setattr(_narrowphase, "_BOXED", ())
+    spheres = narrow(dataclasses.replace(model))
+    assert bool(spheres.overflow)
