@@ -235,27 +235,18 @@ def mujoco_compiles(entry: Entry) -> str | None:
     return None
 
 
-def lowest_moving_geom(mj, floor: int) -> float | None:
-    """Smallest signed distance (m) at ``qpos0`` from the floor geom ``floor`` to a collision geom
-    of a body that moves (not welded to the world) and can touch the floor; ``None`` without one."""
-    geoms = [g for g in range(mj.ngeom)
-             if mj.body_weldid[mj.geom_bodyid[g]] != 0 and int(mj.geom_type[g]) != int(mujoco.mjtGeom.mjGEOM_PLANE)
-             and (mj.geom_contype[g] & mj.geom_conaffinity[floor] or mj.geom_contype[floor] & mj.geom_conaffinity[g])]
-    if not geoms:
-        return None
-    data = mujoco.MjData(mj)
-    mujoco.mj_kinematics(mj, data)
-    return min(mujoco.mj_geomDistance(mj, data, floor, g, 1e3, None) for g in geoms)
-
-
 def lower_floor_below_fixed_base(spec, mj, entry: Entry):
     """For a fixed-base robot whose moving geometry crosses the floor at ``qpos0``, move the floor
     to :data:`START_CLEARANCE` below the lowest moving geom and compile again; returns the
     compiled model (``mj`` itself when nothing crosses). A floor through a welded hand is an
     infeasible start no robot is mounted in."""
+    from jaxsim_contact.cli import lowest_floor_distance
+
+    if entry.floating_base:
+        return mj
     floor = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_GEOM, FLOOR["name"])
-    lowest = lowest_moving_geom(mj, floor)
-    if entry.floating_base or lowest is None or lowest >= 0:
+    lowest = lowest_floor_distance(mj, floor, moving_bodies=True)
+    if lowest is None or lowest >= 0:
         return mj
     geom = spec.geom(FLOOR["name"])
     geom.pos = [0.0, 0.0, lowest - START_CLEARANCE]

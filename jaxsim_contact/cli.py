@@ -192,10 +192,11 @@ def _collides(mj, geom_a: int, geom_b: int) -> bool:
                 or mj.geom_contype[geom_b] & mj.geom_conaffinity[geom_a])
 
 
-def lowest_floor_distance(mj, floor_geom: int, qpos=None) -> float | None:
+def lowest_floor_distance(mj, floor_geom: int, qpos=None, moving_bodies: bool = False) -> float | None:
     """Signed distance (m) from the floor plane ``floor_geom`` to the lowest collision geom of the
     floating bodies at ``qpos`` (default ``qpos0``; negative: below the floor); ``None`` when they
-    have none.
+    have none. ``moving_bodies``: of every body not welded to the world instead (a fixed-base
+    robot's links).
 
     MuJoCo C's ``mj_geomDistance`` measures each geom against the plane with the colliders that
     later find the contacts (mesh geoms as their convex hulls), so it is exact for every geom type
@@ -204,8 +205,10 @@ def lowest_floor_distance(mj, floor_geom: int, qpos=None) -> float | None:
     import mujoco
 
     roots = set(_floating_roots(mj))
+    moves = ((lambda body: mj.body_weldid[body] != 0) if moving_bodies
+             else (lambda body: mj.body_rootid[body] in roots))
     geoms = [g for g in range(mj.ngeom)
-             if mj.body_rootid[mj.geom_bodyid[g]] in roots
+             if moves(mj.geom_bodyid[g])
              and mj.geom_type[g] != mujoco.mjtGeom.mjGEOM_PLANE and _collides(mj, g, floor_geom)]
     if not geoms:
         return None

@@ -204,7 +204,7 @@ def contact_problem(model: Model, blocks, rows: SlotGeometry, smooth, velocity, 
     # changes no velocity to within the solver's tolerance, so masking it changes no motion.
     # (A bilateral slot is never masked this way: its three rows are constraints of their own,
     # and a row no dof can move only leaves the equality unsatisfied, which the solver reports.)
-    relative_floor = jnp.maximum(100.0 * jnp.finfo(B.dtype).eps, DEGENERATE_NORMAL_RATIO)
+    relative_floor = max(100.0 * float(jnp.finfo(B.dtype).eps), DEGENERATE_NORMAL_RATIO)
     degenerate = normal_diag <= relative_floor * jnp.sum(block_diag, -1)
     if soft:  # a soft row is never infeasible (R > 0): MuJoCo keeps every row some dof moves
         degenerate = jnp.sum(block_diag, -1) == 0

@@ -689,10 +689,7 @@ def _collision_from_mjmodel(mj, bodies: dict, geoms: dict, source: str) -> dict:
     collision structure (pair groups, broad-phase tables), built from the body and geom fields
     already read (``bodies``, ``geoms``)."""
     contact_pairs = _explicit_contact_pairs(mj, source)
-    try:
-        exclude_geoms = excluded_geom_pairs(mj)
-    except ValueError as err:
-        raise ModelError(f"{source}: {err}") from None
+    exclude_geoms = excluded_geom_pairs(mj, source)
     return dict(
         contact_geom_pairs=contact_pairs,
         exclude_geom_pairs=exclude_geoms,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from ._errors import SelfOverlapWarning
+from ._errors import ModelError, SelfOverlapWarning
 
 __all__ = ["self_overlaps", "welded_overlap_geom_pairs", "exclude_self_overlaps",
            "reference_pose_contacts", "one_mechanism", "excluded_geom_pairs", "SELF_OVERLAP_DEPTH",
@@ -72,12 +72,13 @@ def welded_overlap_geom_pairs(mj) -> list[tuple[int, int]]:
     return sorted(pairs)
 
 
-def excluded_geom_pairs(mj) -> tuple[tuple[int, int], ...]:
+def excluded_geom_pairs(mj, source: str | Path = "<model>") -> tuple[tuple[int, int], ...]:
     """The geom pairs the compiled model ``mj`` excludes through :data:`EXCLUDED_GEOM_PAIRS`
     (empty when it declares none).
 
     Raises:
-      ValueError: the numeric's size is odd or it names a geom ``mj`` does not have.
+      ModelError: naming ``source``: the numeric's size is odd or it names a geom ``mj`` does not
+        have.
     """
     import mujoco
 
@@ -87,8 +88,8 @@ def excluded_geom_pairs(mj) -> tuple[tuple[int, int], ...]:
     start, size = int(mj.numeric_adr[index]), int(mj.numeric_size[index])
     values = [float(v) for v in mj.numeric_data[start:start + size]]
     if size % 2 or any(v != int(v) or not 0 <= v < mj.ngeom for v in values):
-        raise ValueError(f"<numeric name={EXCLUDED_GEOM_PAIRS!r}> must list pairs of geom ids in "
-                         f"[0, {mj.ngeom}), got {values}")
+        raise ModelError(f"{source}: <numeric name={EXCLUDED_GEOM_PAIRS!r}> must list pairs of "
+                         f"geom ids in [0, {mj.ngeom}), got {values}")
     return tuple((int(a), int(b)) for a, b in zip(values[::2], values[1::2]))
 
 
@@ -165,7 +166,7 @@ def exclude_self_overlaps(spec, mj, path: str | Path, exclude: bool = True):
     welded = [pair for pair in pairs if pair[0] == 0]
     # a spec compiled again (a benchmark moving its floor) already declares some geom pairs
     declared = next((n for n in spec.numerics if n.name == EXCLUDED_GEOM_PAIRS), None)
-    already = set(excluded_geom_pairs(mj))
+    already = set(excluded_geom_pairs(mj, path))
     welded_geoms = [p for p in (welded_overlap_geom_pairs(mj) if welded else []) if p not in already]
     new_bodies = {tuple(sorted((int(mj.geom_bodyid[a]), int(mj.geom_bodyid[b])))) for a, b in welded_geoms}
     unnamed = [pair for pair in pairs if pair not in excluded and pair not in welded]
