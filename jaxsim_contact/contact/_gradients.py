@@ -8,6 +8,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from ._compliant_implicit import compliant_ccp_force
 from ._defaults import default_problem_solver
 from ._implicit import GRADIENTS, implicit_force
 from ._problem import Residuals, contact_residuals
@@ -56,6 +57,14 @@ def solution(problem, safe, finite, solver, loop_solver, gradient, force, final_
             jnp.where(finite, gradient.perturbations(safe.active, force.dtype), 0.0))
         force = randomized_force(safe, loop_solver, force,
                                  jax.lax.stop_gradient(final_rho), perturbations)
+        force = jnp.where(mask, force, 0.0)
+    elif not unrolled and safe.num_spin:
+        # widened cones (spin slots): the fixed-point rule, which needs no mode classification
+        layout = (safe.num_cones, safe.num_spin, safe.num_frictionless, safe.num_box,
+                  safe.num_bilateral)
+        force = compliant_ccp_force(layout, safe.delassus, safe.free_velocity, safe.friction,
+                                    safe.spin_friction, safe.compliance, safe.active, safe.bound,
+                                    force)
         force = jnp.where(mask, force, 0.0)
     elif not unrolled:
         # Attach the implicit derivative; sanitising outside the rule masks the tangents of

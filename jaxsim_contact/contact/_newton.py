@@ -63,6 +63,15 @@ The objective's term of such a row is ``h(x) = P(x)·x − ½ P(x)²``, the conj
 indicator plus ``½‖·‖²`` (it equals ``½ P(x)²`` only on a cone); gradient and Hessian keep the
 same form. The forces are those of the CCP with these sets (ADMM-CCP's, measured to 1e-13).
 
+Spin slots (``ContactProblem.num_spin``: MuJoCo's torsional and rolling friction under its
+elliptic cone, ``condim`` 4 and 6) join their cone's tangents: the scaled cone is round over all
+five friction rows, ``‖x_T‖ ≤ μ √(R_T / R_N) x_N``, once a spin row with coefficient ``μ_j`` is
+posed with compliance ``R_T μ² / μ_j²`` — MuJoCo's own relation (``mj_makeImpedance``: ``R[j+1]
+= R[1] μ₁² / μ_j²``), which this solver imposes whatever the problem's compliance holds there
+(as it merges the two tangent compliances). Its ``D⁻¹`` is then ``(μ_j / μ) / √R_T``, zero for a
+row without friction, whose force stays 0. Projection, its Jacobian and the line search's closed
+forms are those of the 2-D cone with ``‖y_T‖`` over five components.
+
 Compliance must be positive (the primal is "viable only when R is non-null"): rows with
 ``R < min_compliance × tr(G)/3n`` are raised to that floor. The per-contact tangential compliance is
 ``R_T = √(R_t1 R_t2)`` (Drake's model has ``R_t1 = R_t2``).
@@ -77,7 +86,9 @@ import jax.numpy as jnp
 from .._math import safe_sqrt
 from .._types import Choice
 from ._problem import (ContactProblem, _cone_branches, project_cone_components,
-                      project_cone_jacobian_components)
+                      project_cone_jacobian_components, project_wide_cone_components,
+                      project_wide_cone_jacobian_components, spin_cone_criteria, spin_ratios,
+                      wide_cone_branches)
 from ._solver import ContactSolver
 
 __all__ = ["PrimalNewton", "NewtonState", "LineSearch"]
@@ -136,29 +147,50 @@ class NewtonState(eqx.Module):
 
 def _stored_rows(problem: ContactProblem, z):
     """The rows ``(r, ...)`` stored by :class:`NewtonState` of the problem's rows ``z``
-    ``(3n, ...)``: the three rows of each cone, the normal row alone of each frictionless and box
-    slot, the three rows of each bilateral slot."""
+    ``(3n, ...)``: the three rows of each cone and of each spin slot, the normal row alone of
+    each frictionless and box slot, the three rows of each bilateral slot."""
     single = problem.num_frictionless + problem.num_box
     if single == 0 and problem.num_bilateral == 0:
         return z
-    nc3 = 3 * problem.num_cones
-    normals = z[nc3:nc3 + 3 * single].reshape((single, 3) + z.shape[1:])[:, 2]
-    return jnp.concatenate([z[:nc3], normals, z[nc3 + 3 * single:]])
+    head = 3 * (problem.num_cones + problem.num_spin)
+    normals = z[head:head + 3 * single].reshape((single, 3) + z.shape[1:])[:, 2]
+    return jnp.concatenate([z[:head], normals, z[head + 3 * single:]])
 
 
 def _split(problem: ContactProblem, z):
     """Stored rows ``(r,)`` → ``(z1, z2, zn)`` ``(n_c,)`` each, the components of the contacts
-    with friction, and ``zf`` ``(n_f,)``, the frictionless normals. Slices of a vector: they
-    fuse into their consumers (padding the frictionless contacts' tangents with zeros made
-    XLA:CPU emit a concatenation per call)."""
+    with friction, and ``zf`` ``(n_f,)``, the frictionless normals (and the other single and
+    bilateral rows). Slices of a vector: they fuse into their consumers (padding the
+    frictionless contacts' tangents with zeros made XLA:CPU emit a concatenation per call).
+    Spin rows (between the two) are :func:`_split_spin`'s."""
     nc3 = 3 * problem.num_cones
-    return z[0:nc3:3], z[1:nc3:3], z[2:nc3:3], z[nc3:]
+    return z[0:nc3:3], z[1:nc3:3], z[2:nc3:3], z[nc3 + 3 * problem.num_spin:]
 
 
-def _join(z1, z2, zn, zf):
-    """Inverse of :func:`_split`."""
+def _split_spin(problem: ContactProblem, z):
+    """Stored rows ``(r,)`` → the spin slots' three components ``(n_s,)`` each (torsion,
+    rolling about t1, t2); ``()`` without spin slots."""
+    if not problem.num_spin:
+        return ()
+    start, stop = 3 * problem.num_cones, 3 * (problem.num_cones + problem.num_spin)
+    return tuple(z[start + j:stop:3] for j in range(3))
+
+
+def _join(z1, z2, zn, zf, spin=()):
+    """Inverse of :func:`_split` (and :func:`_split_spin`)."""
     head = jnp.stack([z1, z2, zn], axis=1).reshape(-1)
-    return head if zf.shape[0] == 0 else jnp.concatenate([head, zf])
+    parts = [head] + ([jnp.stack(spin, axis=1).reshape(-1)] if spin else [])
+    parts += [zf] if zf.shape[0] else []
+    return parts[0] if len(parts) == 1 else jnp.concatenate(parts)
+
+
+def _sum(terms):
+    """``terms[0] + terms[1] + …`` in that order (no leading zero: the same program as the
+    written-out sum)."""
+    total = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    return total
 
 
 def _single_bounds(problem: ContactProblem, R: jax.Array):
@@ -168,7 +200,8 @@ def _single_bounds(problem: ContactProblem, R: jax.Array):
     if not problem.has_box_or_bilateral:
         return None, None
     dtype = R.dtype
-    nc, nf, nb, ne = problem.num_cones, problem.num_frictionless, problem.num_box, problem.num_bilateral
+    nf, nb, ne = problem.num_frictionless, problem.num_box, problem.num_bilateral
+    nc = problem.num_cones + problem.num_spin  # the first single slot
     inf = jnp.full((), jnp.inf, dtype)
     box_bound = problem.bound[nc + nf:nc + nf + nb] * jnp.sqrt(R.reshape(-1, 3)[nc + nf:nc + nf + nb, 2])
     lower = jnp.concatenate([jnp.zeros((nf,), dtype), -box_bound, jnp.full((3 * ne,), -inf)])
@@ -195,7 +228,8 @@ def _single_criteria(problem: ContactProblem, force, velocity, frictionless_wors
     """Per stored single row: the frictionless rows' CCP criterion, the box rows' and the
     bilateral rows' (as :func:`~jaxsim_contact.contact._problem.contact_residuals`), and which
     rows belong to an active slot."""
-    nc, nf, nb = problem.num_cones, problem.num_frictionless, problem.num_box
+    nf, nb = problem.num_frictionless, problem.num_box
+    nc = problem.num_cones + problem.num_spin  # the first single slot
     bound = problem.bound[nc + nf:nc + nf + nb]
     lam_b, sig_b = force[nf:nf + nb], velocity[nf:nf + nb]
     box_dual = jnp.where(lam_b > 0, jnp.maximum(sig_b, 0.0),
@@ -288,22 +322,27 @@ class PrimalNewton(ContactSolver):
 
     @staticmethod
     def _project(problem, state, x):
-        """``(p1, p2, pn, pf)`` (as :func:`_split`): the projection of the scaled rows ``x`` onto
-        ``K'``, and onto ``R₊`` for the frictionless normals."""
+        """``(p1, p2, pn, pf, ps)``: the projection of the scaled rows ``x`` onto ``K'`` by
+        component (as :func:`_split`; ``ps`` the spin components, :func:`_split_spin`, which
+        share their cone), and onto the single rows' sets."""
         x1, x2, xn, xf = _split(problem, x)
-        return (*project_cone_components(x1, x2, xn, state.scaled_friction),
-                _project_single(state, xf))
+        spin = _split_spin(problem, x)
+        pf = _project_single(state, xf)
+        if not spin:
+            return (*project_cone_components(x1, x2, xn, state.scaled_friction), pf, ())
+        tangents, pn = project_wide_cone_components((x1, x2, *spin), xn, state.scaled_friction)
+        return tangents[0], tangents[1], pn, pf, tangents[2:]
 
     def _objective(self, problem, state, v):
         x = self._scaled(state, v)
-        p = self._project(problem, state, x)
+        p1, p2, pn, pf, ps = self._project(problem, state, x)
+        cones = 0.5 * sum(jnp.sum(c * c) for c in (p1, p2, pn, *ps))
         if not problem.has_box_or_bilateral:
-            return 0.5 * v @ v + 0.5 * sum(jnp.sum(c * c) for c in p)
+            return 0.5 * v @ v + cones + 0.5 * jnp.sum(pf * pf)
         # h(x) = max_{p ∈ C} p·x − ½‖p‖² = P(x)·x − ½‖P(x)‖²: ½‖P(x)‖² on a cone (x − P(x) ⊥ P(x)),
         # not on a box or a bilateral row
-        xf, pf = _split(problem, x)[3], p[3]
-        return (0.5 * v @ v + 0.5 * sum(jnp.sum(c * c) for c in p[:3])
-                + jnp.sum(pf * xf - 0.5 * pf * pf))
+        xf = _split(problem, x)[3]
+        return 0.5 * v @ v + cones + jnp.sum(pf * xf - 0.5 * pf * pf)
 
     def _at(self, problem, state, v):
         """``state`` moved to ``v``: ``x``, force ``λ(v)``, ``∇ℓ(v)`` and its round-off bound."""
@@ -311,17 +350,26 @@ class PrimalNewton(ContactSolver):
         inv_d = state.inverse_sqrt_compliance
         x = self._scaled(state, v)
         d1, d2, dn, df = _split(problem, inv_d)
-        p1, p2, pn, pf = self._project(problem, state, x)
+        ds = _split_spin(problem, inv_d)
+        p1, p2, pn, pf, ps = self._project(problem, state, x)
         f1, f2, fn, ff = p1 * d1, p2 * d2, pn * dn, pf * df
-        force_rows = _join(f1, f2, fn, ff)
+        fs = tuple(p * d for p, d in zip(ps, ds))
+        force_rows = _join(f1, f2, fn, ff, fs)
         gradient = v - A.T @ force_rows
         eps = jnp.finfo(v.dtype).eps
         # per contact with friction: ‖D⁻¹ δc‖ / min √R over its rows; per frictionless row: |δc|/R
-        e1, e2, en, ef = _split(problem, eps * (state.abs_sqrt_delassus @ jnp.abs(v)
-                                                + jnp.abs(state.offset)) * inv_d)
-        cone_error = jnp.sqrt(e1 * e1 + e2 * e2 + en * en) * jnp.maximum(jnp.maximum(d1, d2), dn)
-        rows = _join(cone_error, cone_error, cone_error, ef * df) + eps * jnp.abs(force_rows)
+        error_rows = eps * (state.abs_sqrt_delassus @ jnp.abs(v) + jnp.abs(state.offset)) * inv_d
+        e1, e2, en, ef = _split(problem, error_rows)
+        es = _split_spin(problem, error_rows)
+        largest_d = jnp.maximum(jnp.maximum(d1, d2), dn)
+        for d in ds:
+            largest_d = jnp.maximum(largest_d, d)
+        cone_error = jnp.sqrt(_sum([e * e for e in (e1, e2, en, *es)])) * largest_d
+        rows = (_join(cone_error, cone_error, cone_error, ef * df, (cone_error,) * len(es))
+                + eps * jnp.abs(force_rows))
         force = jnp.stack([f1, f2, fn], axis=1)
+        if fs:
+            force = jnp.concatenate([force, jnp.stack(fs, axis=1)])
         if ff.shape[0]:
             single = problem.num_frictionless + problem.num_box
             zero = jnp.zeros_like(ff[:single])
@@ -361,9 +409,12 @@ class PrimalNewton(ContactSolver):
                                                                        jnp.finfo(dtype).tiny)
         R = jnp.maximum(problem.compliance, floor).reshape(-1, 3)
         r_t = jnp.sqrt(R[:, 0] * R[:, 1])
-        nc = problem.num_cones
+        nc, ns = problem.num_cones, problem.num_spin
         scaled_friction = problem.friction[:nc] * jnp.sqrt(r_t[:nc] / R[:nc, 2])
-        R = jnp.stack([r_t, r_t, R[:, 2]], axis=1).reshape(m)
+        R = jnp.stack([r_t, r_t, R[:, 2]], axis=1)
+        if ns:  # spin rows: R_T μ² / μ_j², i.e. D⁻¹ = (μ_j / μ) / √R_T (module docstring)
+            R = R.at[nc:nc + ns].set(jnp.broadcast_to(r_t[:nc, None], (nc, 3)))
+        R = R.reshape(m)
         A = _stored_rows(problem, A)
         # the warm start's tangent forces of frictionless contacts are outside their cone: dropped
         if warm_primal is not None and problem.delassus_factor is not None:
@@ -371,38 +422,46 @@ class PrimalNewton(ContactSolver):
         else:
             v = A.T @ _stored_rows(problem, warm_force.reshape(m))
         offset = _stored_rows(problem, problem.free_velocity)
+        inverse_sqrt_compliance = 1.0 / jnp.sqrt(_stored_rows(problem, R))
+        if ns:
+            ratio = spin_ratios(problem.friction[:nc], problem.spin_friction).reshape(-1)
+            inverse_sqrt_compliance = inverse_sqrt_compliance.at[3 * nc:3 * (nc + ns)].multiply(ratio)
         state = NewtonState(v, warm_force, A, jnp.abs(A), offset,
                             _stored_rows(problem, problem.compliance),
-                            1.0 / jnp.sqrt(_stored_rows(problem, R)), scaled_friction,
+                            inverse_sqrt_compliance, scaled_friction,
                             jnp.zeros_like(offset), jnp.zeros_like(v), jnp.zeros((), dtype),
                             *_single_bounds(problem, R))
         # ℓ(0) = ½‖P(−D⁻¹ g)‖² needs no product with A (cones and frictionless rows)
         if problem.has_box_or_bilateral:
             cold = self._objective(problem, state, jnp.zeros_like(v))
         else:
-            p0 = self._project(problem, state, -state.offset * state.inverse_sqrt_compliance)
-            cold = 0.5 * sum(jnp.sum(c * c) for c in p0)
+            p1, p2, pn, pf, ps = self._project(problem, state,
+                                               -state.offset * state.inverse_sqrt_compliance)
+            cold = 0.5 * sum(jnp.sum(c * c) for c in (p1, p2, pn, pf, *ps))
         cold_is_better = cold < self._objective(problem, state, v)
         return self._at(problem, state, jnp.where(cold_is_better, 0.0, v))
 
     def step(self, problem, state):
         A = state.sqrt_delassus
         k = A.shape[1]
-        n, nc = problem.num_contacts, problem.num_cones
+        n, nc, ns = problem.num_contacts, problem.num_cones, problem.num_spin
         d1, d2, dn, df = _split(problem, state.inverse_sqrt_compliance)
         x1, x2, xn, xf = _split(problem, state.scaled)
-        j11, j12, j1n, j22, j2n, jnn = project_cone_jacobian_components(x1, x2, xn, state.scaled_friction)
-        w = [[j * da * db for j, db in zip(row, (d1, d2, dn))]
-             for row, da in zip(((j11, j12, j1n), (j12, j22, j2n), (j1n, j2n, jnn)), (d1, d2, dn))]
-        # Aᵀ blockdiag(W) A with W = D⁻¹ ∂P D⁻¹ without forming the block-diagonal matrix: W A
-        # column by column of W (an einsum here made XLA:CPU transpose an (n, 3, k) array every
-        # iteration); a frictionless contact's only row couples to itself
         A3 = A[:3 * nc].reshape(nc, 3, k)
-        WA = sum(jnp.stack([w[a][c] for a in range(3)], axis=1)[:, :, None] * A3[:, None, c, :]
-                 for c in range(3)).reshape(3 * nc, k)
-        if n > nc:  # ∂ max(x, 0) / R (∂ of the single rows' projection)
+        if ns:
+            WA = self._spin_cone_rows(problem, state, A3, A[3 * nc:3 * (nc + ns)].reshape(ns, 3, k))
+        else:
+            j11, j12, j1n, j22, j2n, jnn = project_cone_jacobian_components(x1, x2, xn, state.scaled_friction)
+            w = [[j * da * db for j, db in zip(row, (d1, d2, dn))]
+                 for row, da in zip(((j11, j12, j1n), (j12, j22, j2n), (j1n, j2n, jnn)), (d1, d2, dn))]
+            # Aᵀ blockdiag(W) A with W = D⁻¹ ∂P D⁻¹ without forming the block-diagonal matrix: W A
+            # column by column of W (an einsum here made XLA:CPU transpose an (n, 3, k) array every
+            # iteration); a frictionless contact's only row couples to itself
+            WA = sum(jnp.stack([w[a][c] for a in range(3)], axis=1)[:, :, None] * A3[:, None, c, :]
+                     for c in range(3)).reshape(3 * nc, k)
+        if n > nc + ns:  # ∂ max(x, 0) / R (∂ of the single rows' projection)
             WA = jnp.concatenate([WA, jnp.where(_single_interior(state, xf), df * df, 0.0)[:, None]
-                                  * A[3 * nc:]])
+                                  * A[3 * (nc + ns):]])
         H = jnp.eye(k, dtype=A.dtype) + A.T @ WA
         L = jnp.linalg.cholesky(H)
         grad = state.gradient  # at v, from _at (init or the previous step)
@@ -414,15 +473,36 @@ class PrimalNewton(ContactSolver):
             alpha = self._armijo(problem, state, state.v, dv, grad @ dv)
         return self._at(problem, state, state.v + alpha * dv)
 
+    @staticmethod
+    def _spin_cone_rows(problem, state, A_cone, A_spin):
+        """``W A`` ``(3 n_c + 3 n_s, k)`` of the cone and spin rows (as :meth:`step` without spin)
+        over the six components of each widened cone: ``(t1, t2, torsion, roll1, roll2, n)``.
+        ``A_cone`` ``(n_c, 3, k)``, ``A_spin`` ``(n_s, 3, k)``."""
+        d1, d2, dn, _ = _split(problem, state.inverse_sqrt_compliance)
+        ds = _split_spin(problem, state.inverse_sqrt_compliance)
+        x1, x2, xn, _ = _split(problem, state.scaled)
+        xs = _split_spin(problem, state.scaled)
+        jac = project_wide_cone_jacobian_components((x1, x2, *xs), xn, state.scaled_friction)
+        d = (d1, d2, *ds, dn)
+        rows = (A_cone[:, 0], A_cone[:, 1], A_spin[:, 0], A_spin[:, 1], A_spin[:, 2], A_cone[:, 2])
+        WA = [_sum([(jac[a][c] * d[a] * d[c])[:, None] * rows[c] for c in range(6)])
+              for a in range(6)]
+        cone = jnp.stack([WA[0], WA[1], WA[5]], axis=1).reshape(-1, A_cone.shape[-1])
+        spin = jnp.stack(WA[2:5], axis=1).reshape(-1, A_cone.shape[-1])
+        return jnp.concatenate([cone, spin])
+
     def _line_search(self, problem, state, dv):
         """Minimiser of ``φ(α) = ℓ(v + α Δv)`` over ``α ≥ 0`` (0 if ``Δv`` is not a descent
         direction): safeguarded Newton on ``φ'`` (see the module docstring)."""
         v, dv, x0, inv_d, mu, A = jax.lax.stop_gradient(
             (state.v, dv, state.scaled, state.inverse_sqrt_compliance, state.scaled_friction,
              state.sqrt_delassus))
-        # D y(v + α Δv) = x0 − α s by components
+        # D y(v + α Δv) = x0 − α s by components (the spin rows join their cone's tangents)
         x1, x2, xn, xf = _split(problem, x0)
-        s1, s2, sn, sf = _split(problem, (A @ dv) * inv_d)
+        s_rows = (A @ dv) * inv_d
+        s1, s2, sn, sf = _split(problem, s_rows)
+        x_tangents = (x1, x2, *_split_spin(problem, x0))
+        s_tangents = (s1, s2, *_split_spin(problem, s_rows))
         v_dv, dv_dv = v @ dv, dv @ dv
         dtype = v.dtype
         one = jnp.ones((), dtype)
@@ -433,20 +513,22 @@ class PrimalNewton(ContactSolver):
             # on its surface (u = y_T/t, t = ‖y_T‖, a = u·s_T, β = (μ t + y_N)/(1 + μ²))
             # P·s = β (μ a + s_N), sᵀ ∂P s = (μ a + s_N)² / (1 + μ²) + μ β (‖s_T‖² − a²) / t.
             # Also the scale of φ''s terms: |φ'| below a few ε of it is round-off, not a slope.
-            y1, y2, yn = x1 - alpha * s1, x2 - alpha * s2, xn - alpha * sn
-            t, inside, polar = _cone_branches(y1, y2, yn, mu)
+            y_tangents = tuple(x - alpha * s for x, s in zip(x_tangents, s_tangents))
+            yn = xn - alpha * sn
+            t, inside, polar = wide_cone_branches(y_tangents, yn, mu)
             t_safe = jnp.where(t > 0, t, one)
             scale = 1.0 / (1.0 + mu * mu)
             beta = (mu * t + yn) * scale
-            a = (y1 * s1 + y2 * s2) / t_safe
-            s_t = s1 * s1 + s2 * s2
+            ys = _sum([y * s for y, s in zip(y_tangents, s_tangents)])
+            abs_ys = _sum([jnp.abs(y * s) for y, s in zip(y_tangents, s_tangents)])
+            a = ys / t_safe
+            s_t = _sum([s * s for s in s_tangents])
             surface_ps = beta * (mu * a + sn)
-            surface_abs = beta * (mu * (jnp.abs(y1 * s1) + jnp.abs(y2 * s2)) / t_safe + jnp.abs(sn))
+            surface_abs = beta * (mu * abs_ys / t_safe + jnp.abs(sn))
             surface_curvature = (mu * a + sn) ** 2 * scale + mu * beta * (s_t - a * a) / t_safe
-            ps = jnp.where(polar, 0.0, jnp.where(inside, y1 * s1 + y2 * s2 + yn * sn, surface_ps))
+            ps = jnp.where(polar, 0.0, jnp.where(inside, ys + yn * sn, surface_ps))
             sps = jnp.where(polar, 0.0, jnp.where(inside, s_t + sn * sn, surface_curvature))
-            abs_ps = jnp.where(polar, 0.0, jnp.where(
-                inside, jnp.abs(y1 * s1) + jnp.abs(y2 * s2) + jnp.abs(yn * sn), surface_abs))
+            abs_ps = jnp.where(polar, 0.0, jnp.where(inside, abs_ys + jnp.abs(yn * sn), surface_abs))
             # frictionless normals: P = max(y, 0), ∂P = [y > 0]
             yf = xf - alpha * sf
             pf = _project_single(state, yf)
@@ -502,24 +584,31 @@ class PrimalNewton(ContactSolver):
         product with ``A``). The tangent velocities of frictionless contacts, which it does not
         store, do not enter the CCP criterion: ``μ = 0`` makes the force's tangents 0 and the
         cone the normal half-line, whose projection ignores tangents."""
-        nc = problem.num_cones
+        nc, ns = problem.num_cones, problem.num_spin
         l1, l2, ln = state.force[:nc, 0], state.force[:nc, 1], state.force[:nc, 2]
-        lf = _split(problem, _stored_rows(problem, state.force.reshape(-1)))[3]
-        force_rows = _join(l1, l2, ln, lf)
+        stored_force = _stored_rows(problem, state.force.reshape(-1))
+        lf = _split(problem, stored_force)[3]
+        ls = _split_spin(problem, stored_force)
+        force_rows = _join(l1, l2, ln, lf, ls)
         sigma = (state.sqrt_delassus @ (state.v - state.gradient) + state.compliance * force_rows
                  + state.offset)
         s1, s2, sn, sf = _split(problem, sigma)
         mu = problem.friction[:nc]
-        p1, p2, pn = project_cone_components(l1, l2, ln, mu)
-        q1, q2, qn = project_cone_components(-s1, -s2, -sn, mu)
-        # safe: residuals are often exactly 0, and the unrolled gradient mode differentiates them
-        primal = safe_sqrt((l1 - p1) ** 2 + (l2 - p2) ** 2 + (ln - pn) ** 2)
-        dual = safe_sqrt(q1 * q1 + q2 * q2 + qn * qn)
-        complementarity = jnp.abs(l1 * s1 + l2 * s2 + ln * sn)
+        if ns:
+            primal, dual, complementarity = spin_cone_criteria(
+                (l1, l2, ln), ls, (s1, s2, sn), _split_spin(problem, sigma), mu,
+                spin_ratios(mu, problem.spin_friction))
+        else:
+            p1, p2, pn = project_cone_components(l1, l2, ln, mu)
+            q1, q2, qn = project_cone_components(-s1, -s2, -sn, mu)
+            # safe: residuals are often exactly 0, and the unrolled gradient mode differentiates them
+            primal = safe_sqrt((l1 - p1) ** 2 + (l2 - p2) ** 2 + (ln - pn) ** 2)
+            dual = safe_sqrt(q1 * q1 + q2 * q2 + qn * qn)
+            complementarity = jnp.abs(l1 * s1 + l2 * s2 + ln * sn)
         worst = jnp.maximum(jnp.maximum(primal, dual), complementarity)
         # frictionless (μ = 0): K is the normal half-line and λ_T = 0
         worst_f = jnp.maximum(jnp.maximum(jnp.maximum(-lf, 0.0), jnp.maximum(-sf, 0.0)), jnp.abs(lf * sf))
-        active_f = problem.active[nc:]
+        active_f = problem.active[nc + ns:]
         if problem.has_box_or_bilateral:
             worst_f, active_f = _single_criteria(problem, lf, sf, worst_f)
         return jnp.maximum(_max_or_zero(jnp.where(problem.active[:nc], worst, 0.0)),

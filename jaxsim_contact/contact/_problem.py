@@ -45,6 +45,11 @@ __all__ = [
     "project_cone_jacobian",
     "project_cone_components",
     "project_cone_jacobian_components",
+    "project_wide_cone_components",
+    "project_wide_cone_jacobian_components",
+    "wide_cone_branches",
+    "spin_ratios",
+    "spin_cone_criteria",
     "project_dual_cone",
     "project_pyramid_box",
     "de_saxce",
@@ -106,6 +111,21 @@ class ContactProblem(eqx.Module):
         rule); the other solvers refuse them by name.
       bound: ``None`` or ``(n,)`` force bounds ``b ≥ 0`` of the box slots (N in force units);
         ignored elsewhere. Stored as ``(n,)``, zero by default.
+      num_spin: static count ``n_s`` of *spin* slots (MuJoCo's torsional and rolling friction,
+        ``condim`` 4 and 6 under its elliptic cone): 0, or the number of cone slots ``n_c``. They
+        follow the cones, ``[cones | spin | unilateral | box | bilateral]``, and spin slot ``i``
+        extends cone slot ``i``: its three rows (torsion about the normal, rolling about ``t1``
+        and ``t2``; N·m in force units) join the cone's tangent rows in one elliptic cone
+        ``Σ_j (λ_j / μ_j)² ≤ λ_N²`` over the five friction rows, ``μ_j`` being the cone's
+        ``friction`` on ``t1``, ``t2`` and ``spin_friction`` on the spin rows (MuJoCo's
+        ``contact.friction``, Computation §"Contact"); a zero ``μ_j`` pins ``λ_j = 0`` (a
+        ``condim`` 3 contact, or condim 4's rolling rows). Only the compliant CCP of such
+        problems is solved, by :class:`~jaxsim_contact.contact.PrimalNewton` (which poses a spin
+        row with compliance ``R_T μ² / μ_j²``, MuJoCo's ``mj_makeImpedance`` relation, so that the
+        cone is round in its scaled variable); other solvers refuse them by name. Default 0.
+      spin_friction: ``None`` or ``(n_s, 3)`` coefficients ``μ_j ≥ 0`` of the spin rows
+        (dimensionless ratios of torque to normal force, m: MuJoCo's torsional / rolling
+        friction). Stored as ``(n_s, 3)``.
       delassus_factor: ``None`` or a ``(3n, k)`` factor ``B`` with ``G = B Bᵀ`` (for a multibody,
         ``B = J L⁻ᵀ`` with ``L Lᵀ = M``, so ``k = nv``). Optional extra information: solvers that
         can exploit a low rank ``k < 3n`` (ADMM's Cholesky variant, through the Woodbury
@@ -129,13 +149,15 @@ class ContactProblem(eqx.Module):
     active: jax.Array
     delassus_factor: jax.Array | None
     bound: jax.Array
+    spin_friction: jax.Array
     num_frictionless: int = eqx.field(static=True)
     num_box: int = eqx.field(static=True)
     num_bilateral: int = eqx.field(static=True)
+    num_spin: int = eqx.field(static=True)
 
     def __init__(self, delassus, free_velocity, friction, compliance=None, active=None,
                  delassus_factor=None, num_frictionless: int = 0, num_box: int = 0,
-                 num_bilateral: int = 0, bound=None):
+                 num_bilateral: int = 0, bound=None, num_spin: int = 0, spin_friction=None):
         delassus = jnp.asarray(delassus)
         free_velocity = jnp.asarray(free_velocity)
         friction = jnp.asarray(friction)
@@ -155,16 +177,35 @@ class ContactProblem(eqx.Module):
         if friction.shape != (n,):
             raise ValueError(f"friction must have shape ({n},) (one per contact), got {friction.shape}")
         num_frictionless, num_box, num_bilateral = int(num_frictionless), int(num_box), int(num_bilateral)
-        counts = dict(num_frictionless=num_frictionless, num_box=num_box, num_bilateral=num_bilateral)
+        num_spin = int(num_spin)
+        counts = dict(num_spin=num_spin, num_frictionless=num_frictionless, num_box=num_box,
+                      num_bilateral=num_bilateral)
         for name, count in counts.items():
             if count < 0:
                 raise ValueError(f"{name} must be >= 0, got {count}")
         if sum(counts.values()) > n:
-            raise ValueError(f"num_frictionless + num_box + num_bilateral must be at most {n} (the "
-                             f"number of contacts), got {counts}")
+            raise ValueError(f"num_spin + num_frictionless + num_box + num_bilateral must be at "
+                             f"most {n} (the number of contacts), got {counts}")
         num_cones = n - sum(counts.values())
+        if num_spin not in (0, num_cones):
+            raise ValueError(f"num_spin must be 0 or the number of cone slots ({num_cones}): spin "
+                             f"slot i extends cone slot i, got num_spin={num_spin}")
         if num_cones < n:
             friction = friction.at[num_cones:].set(0)
+        if spin_friction is None:
+            spin_friction = jnp.zeros((num_spin, 3), dtype)
+        else:
+            spin_friction = jnp.asarray(spin_friction, dtype)
+            if spin_friction.shape != (num_spin, 3):
+                raise ValueError(f"spin_friction must have shape ({num_spin}, 3), got "
+                                 f"{spin_friction.shape}")
+            if _is_concrete(spin_friction):
+                values = np.asarray(spin_friction)
+                bad = ~(np.isfinite(values) & (values >= 0))
+                if bad.any():
+                    i, j = np.argwhere(bad)[0]
+                    raise ValueError(f"spin_friction must be finite and >= 0: spin_friction[{i}, "
+                                     f"{j}] = {values[i, j]}")
         if bound is None:
             bound = jnp.zeros((n,), dtype)
         else:
@@ -210,9 +251,11 @@ class ContactProblem(eqx.Module):
         self.active = active
         self.delassus_factor = None if delassus_factor is None else delassus_factor.astype(dtype)
         self.bound = bound.astype(dtype)
+        self.spin_friction = spin_friction.astype(dtype)
         self.num_frictionless = num_frictionless
         self.num_box = num_box
         self.num_bilateral = num_bilateral
+        self.num_spin = num_spin
 
     @staticmethod
     def _validate_factor(G, B):
@@ -256,8 +299,9 @@ class ContactProblem(eqx.Module):
 
     @property
     def num_cones(self) -> int:
-        """Number of leading cone slots (``n − n_f − n_b − n_e``); static."""
-        return self.num_contacts - self.num_frictionless - self.num_box - self.num_bilateral
+        """Number of leading cone slots (``n − n_s − n_f − n_b − n_e``); static."""
+        return (self.num_contacts - self.num_spin - self.num_frictionless - self.num_box
+                - self.num_bilateral)
 
     @property
     def has_box_or_bilateral(self) -> bool:
@@ -271,7 +315,12 @@ class ContactProblem(eqx.Module):
     def project(self, x: jax.Array) -> jax.Array:
         """``(n, 3)`` projection of ``x`` ``(n, 3)`` onto the problem's force set, slot by slot:
         the Coulomb cone (:func:`project_cone`; the half-line ``λ_N ≥ 0`` of a frictionless slot),
-        the box ``(0, 0, clip(x_N, −b, b))`` of a box slot, the identity on a bilateral slot."""
+        the box ``(0, 0, clip(x_N, −b, b))`` of a box slot, the identity on a bilateral slot.
+        Not defined for problems with spin slots (their cone spans two slots): raises
+        ``NotImplementedError``."""
+        if self.num_spin:
+            raise NotImplementedError("ContactProblem.project: problems with spin slots (elliptic "
+                                      "torsional / rolling friction) are solved by PrimalNewton only")
         projected = project_cone(x, self.friction)
         if not self.has_box_or_bilateral:
             return projected
@@ -315,6 +364,7 @@ class ContactProblem(eqx.Module):
             & jnp.all(jnp.isfinite(self.friction))
             & jnp.all(jnp.isfinite(self.compliance))
             & jnp.all(jnp.isfinite(self.bound))
+            & jnp.all(jnp.isfinite(self.spin_friction))
         )
 
 
@@ -367,6 +417,65 @@ def _cone_branches(x1, x2, xn, mu):
     inside = (t <= mu * xn) & (xn >= 0)
     polar = (mu * t <= -xn) & ~inside
     return t, inside, polar
+
+
+def project_wide_cone_components(tangents, xn, mu):
+    """:func:`project_cone_components` for a cone with any number of tangent components
+    ``K_μ = {‖x_T‖ ≤ μ x_N}`` (seed 001 eq. 10; the round cone a spin slot's scaled rows live in,
+    :class:`ContactProblem`'s ``num_spin``): ``(tangents', pn)`` for ``x = (tangents, xn)``,
+    ``tangents`` a tuple of ``(...)`` arrays like ``mu``."""
+    t, inside, polar = wide_cone_branches(tangents, xn, mu)
+    alpha = (mu * t + xn) / (1.0 + mu * mu)
+    t_safe = jnp.where(t > 0, t, 1.0)
+    scale = mu * alpha / t_safe
+    side = lambda x, surface: jnp.where(polar, 0.0, jnp.where(inside, x, surface))  # noqa: E731
+    return tuple(side(x, scale * x) for x in tangents), side(xn, alpha)
+
+
+def wide_cone_branches(tangents, xn, mu):
+    """``(‖x_T‖, inside, polar)`` of :func:`project_wide_cone_components` (as
+    :func:`_cone_branches`)."""
+    squares = [x * x for x in tangents]
+    total = squares[0]
+    for square in squares[1:]:
+        total = total + square
+    t = safe_sqrt(total)
+    inside = (t <= mu * xn) & (xn >= 0)
+    polar = (mu * t <= -xn) & ~inside
+    return t, inside, polar
+
+
+def project_wide_cone_jacobian_components(tangents, xn, mu):
+    """``∂P/∂x`` of :func:`project_wide_cone_components` (the closed form of
+    :func:`project_cone_jacobian` with ``u = x_T / ‖x_T‖`` of any length): a ``d × d`` nested
+    list of ``(...)`` arrays over the components ``(*tangents, xn)``, symmetric."""
+    t, inside, polar = wide_cone_branches(tangents, xn, mu)
+    scale = 1.0 / (1.0 + mu * mu)
+    alpha = (mu * t + xn) * scale
+    t_safe = jnp.where(t > 0, t, 1.0)
+    u = [x / t_safe for x in tangents]
+    along = mu * (mu * scale)
+    across = mu * alpha / t_safe
+    d = len(tangents)
+
+    def entry(i, j):
+        if i < d and j < d:
+            surface = (along - across) * u[i] * u[j] + (across if i == j else 0.0)
+        elif i < d or j < d:
+            surface = mu * scale * u[min(i, j)]
+        else:
+            surface = scale + 0.0 * t
+        return jnp.where(polar, 0.0, jnp.where(inside, float(i == j), surface))
+
+    return [[entry(i, j) for j in range(d + 1)] for i in range(d + 1)]
+
+
+def spin_ratios(friction, spin_friction):
+    """``(n_s, 3)`` ``μ_j / μ`` of spin rows (0 where the cone has no friction): the factor by
+    which a spin row's force is scaled into the round cone of its slot (:class:`ContactProblem`,
+    ``num_spin``)."""
+    mu = friction[:, None]
+    return jnp.where(mu > 0, spin_friction / jnp.where(mu > 0, mu, 1.0), 0.0)
 
 
 def project_cone_jacobian(x: jax.Array, mu: jax.Array) -> jax.Array:
@@ -483,7 +592,12 @@ def contact_residuals(
     formulation = Formulation.parse(formulation, "formulation", FORMULATIONS)
     mu = problem.friction
     sigma = contact_velocity(problem, force) if velocity is None else velocity
-    if formulation == "lcp":
+    if problem.num_spin:
+        if formulation != "ccp":
+            raise ValueError("problems with spin slots (elliptic torsional / rolling friction) "
+                             f"have a CCP criterion only, got formulation={formulation!r}")
+        primal, dual, comp = _spin_cone_residuals(problem, force, sigma)
+    elif formulation == "lcp":
         ln = force[..., 2]
         lt = force[..., :2]
         lnp = jnp.maximum(ln, 0.0)
@@ -509,6 +623,49 @@ def contact_residuals(
     return Residuals(
         jnp.where(act, primal, zero), jnp.where(act, dual, zero), jnp.where(act, comp, zero)
     )
+
+
+def spin_cone_criteria(force_cone, force_spin, velocity_cone, velocity_spin, mu, ratio):
+    """CCP criteria ``(ε_p, ε_d, ε_c)`` ``(n_c,)`` of cone slots widened by their spin slots
+    (:class:`ContactProblem`, ``num_spin``), on components: ``force_cone`` / ``velocity_cone``
+    the tuples ``(t1, t2, n)`` and ``force_spin`` / ``velocity_spin`` the spin rows' three, each
+    ``(n_c,)``; ``mu`` ``(n_c,)``; ``ratio`` ``(n_c, 3)`` :func:`spin_ratios`. The spin rows are
+    scaled into the round cone — force ``λ_j / r_j``, velocity ``r_j σ_j``, products unchanged —
+    and a row with ``r_j = 0`` must carry no force (its force is a primal violation)."""
+    pinned = ratio <= 0
+    spin = [jnp.where(pinned[:, j], 0.0, force_spin[j] / jnp.where(pinned[:, j], 1.0, ratio[:, j]))
+            for j in range(3)]
+    lam_t = (force_cone[0], force_cone[1], *spin)
+    sig_t = (velocity_cone[0], velocity_cone[1], *(ratio[:, j] * velocity_spin[j] for j in range(3)))
+    p_t, p_n = project_wide_cone_components(lam_t, force_cone[2], mu)
+    q_t, q_n = project_wide_cone_components(tuple(-x for x in sig_t), -velocity_cone[2], mu)
+    violations = [x - p for x, p in zip(lam_t, p_t)] + [force_cone[2] - p_n]
+    violations += [jnp.where(pinned[:, j], force_spin[j], 0.0) for j in range(3)]
+    primal = safe_sqrt(sum(x * x for x in violations))
+    dual = safe_sqrt(sum(q * q for q in (*q_t, q_n)))
+    comp = jnp.abs(sum(f * v for f, v in zip((*force_cone, *force_spin),
+                                             (*velocity_cone, *velocity_spin))))
+    return primal, dual, comp
+
+
+def _spin_cone_residuals(problem, force, sigma):
+    """The CCP criteria of a problem with spin slots, per slot ``(n,)``: each cone slot's over its
+    five friction rows and normal (:func:`spin_cone_criteria`), zero on the spin slots; the
+    other slots as without spin (``μ = 0`` cones; box and bilateral slots after this)."""
+    nc, ns = problem.num_cones, problem.num_spin
+    mu = problem.friction
+    columns = lambda x: tuple(x[:, j] for j in range(3))  # noqa: E731
+    primal, dual, comp = spin_cone_criteria(
+        columns(force[:nc]), columns(force[nc:nc + ns]), columns(sigma[:nc]),
+        columns(sigma[nc:nc + ns]), mu[:nc], spin_ratios(mu[:nc], problem.spin_friction))
+    rest = slice(nc + ns, None)
+    s_rest = sigma[rest]
+    primal_rest = safe_norm(force[rest] - project_cone(force[rest], mu[rest]))
+    dual_rest = safe_norm(project_cone(-s_rest, mu[rest]))
+    comp_rest = jnp.abs(jnp.sum(force[rest] * s_rest, axis=-1))
+    zero = jnp.zeros((ns,), force.dtype)
+    return (jnp.concatenate([primal, zero, primal_rest]), jnp.concatenate([dual, zero, dual_rest]),
+            jnp.concatenate([comp, zero, comp_rest]))
 
 
 def _box_and_bilateral_residuals(problem, force, sigma, primal, dual, comp):
@@ -628,9 +785,14 @@ def sanitize_problem(problem: ContactProblem) -> tuple[ContactProblem, jax.Array
     mu = jnp.where(finite, mu, 0.0)
     # a non-finite problem has no active contact (its safe G is the identity, B is zero)
     active = problem.active & finite
+    # a spin row carries force only while both its slot and the cone it extends are active
+    nc, ns = problem.num_cones, problem.num_spin
+    spin_active = active[nc:nc + ns] & active[:ns]
+    spin_mu = jnp.where(spin_active[:, None], problem.spin_friction, 0.0)
     safe = eqx.tree_at(
-        lambda p: (p.delassus, p.free_velocity, p.compliance, p.friction, p.active, p.bound),
-        problem, (G, g, R, mu, active, bound)
+        lambda p: (p.delassus, p.free_velocity, p.compliance, p.friction, p.active, p.bound,
+                   p.spin_friction),
+        problem, (G, g, R, mu, active, bound, spin_mu)
     )
     if problem.delassus_factor is not None:
         # G_safe = B_s B_sᵀ + diag(1 − rows): inactive rows of B vanish, and the identity blocks

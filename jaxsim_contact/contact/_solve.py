@@ -84,7 +84,9 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
       :class:`ContactSolution`. jit- and vmap-compatible; never NaN: non-finite problems give
       zero force, zero derivatives and ``converged=False``.
     Raises:
-      NotImplementedError: the problem has box or bilateral slots (``num_box``,
+      NotImplementedError: the problem has spin slots and the solver is not
+        :class:`~jaxsim_contact.contact.PrimalNewton` (or the gradient is a smoothed rule); the
+        problem has box or bilateral slots (``num_box``,
         ``num_bilateral``) and the solver is not :class:`~jaxsim_contact.contact.ADMM`,
         :class:`~jaxsim_contact.contact.PGS` or :class:`~jaxsim_contact.contact.PrimalNewton`, or
         the gradient is a smoothed rule.
@@ -92,6 +94,8 @@ def solve(problem: ContactProblem, solver: ContactSolver | None = None, warm_sta
     solver = checked_solver(solver, gradient)
     if problem.has_box_or_bilateral:
         _check_box_and_bilateral_support(solver, gradient)
+    if problem.num_spin:
+        _check_spin_support(solver, gradient)
     unrolled = gradient == "unrolled"
     safe, finite = sanitize_problem(problem)
     if unrolled:
@@ -122,6 +126,21 @@ def _polished(solver: ContactSolver, safe: ContactProblem, force, rho, iteration
     force, crit = jax.lax.cond(any_in_batch(~done), run, lambda f, c: (f, c), force, crit)
     done = done | (crit <= jnp.asarray(solver.tolerance, crit.dtype))
     return force, rho, iterations, done, crit
+
+
+def _check_spin_support(solver: ContactSolver, gradient) -> None:
+    """Spin slots (elliptic torsional / rolling friction) widen their cones to six rows: only
+    :class:`~jaxsim_contact.contact.PrimalNewton` solves them, differentiated by the fixed-point
+    implicit rule (:mod:`._compliant_implicit`) or unrolled; anything else raises by name."""
+    if not isinstance(solver, PrimalNewton):
+        raise NotImplementedError(
+            f"{type(solver).__name__} does not solve spin rows (torsional / rolling friction under "
+            "the elliptic cone, condim 4 or 6) yet; use jc.contact.PrimalNewton (the "
+            "MuJoCo-compatible model's solver)")
+    if not isinstance(gradient, str):
+        raise NotImplementedError(
+            f"the {type(gradient).__name__} gradient rule does not cover spin rows (torsional / "
+            "rolling friction under the elliptic cone); use gradient='implicit' or 'unrolled'")
 
 
 def _check_box_and_bilateral_support(solver: ContactSolver, gradient) -> None:
