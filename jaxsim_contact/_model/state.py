@@ -59,7 +59,10 @@ class ContactData(eqx.Module):
     component (N or N·m along the joint or tendon), equality slots all three (world axes of a
     connect or weld, the normal row of a joint or tendon coupling). For those slots ``distance``
     is the limit distance, 0 (dry friction) or minus the norm of the slot's position error
-    (equalities).
+    (equalities). Under ``constraint_model="mujoco"`` with the elliptic cone and ``condim`` 4 / 6
+    contacts, one spin slot per contact slot follows the contacts (``slot_ranges(model)
+    ["contact_spin"]``): frame rows ``(n, t1, t2)`` and force the contact's torsional and rolling
+    torques about them (N·m; MuJoCo's ``efc_force`` rows 3–5 of the contact).
 
     Attributes:
       key: ``(nc,)`` int32 identity of the candidate that filled the slot (stable over steps; used

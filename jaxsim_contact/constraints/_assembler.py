@@ -1,7 +1,7 @@
 """The assembler: every producer's row block stacked into one contact problem, and the solved force
 split back per block (DESIGN §2 stages 4–5; MuJoCo's ``efc_*`` row space).
 
-:data:`PRODUCERS` lists the constraint kinds in slot order — cones, unilateral, box, bilateral
+:data:`PRODUCERS` lists the constraint kinds in slot order — cones, spin, unilateral, box, bilateral
 (:data:`~._rows.KIND_ORDER`), as :class:`~jaxsim_contact.contact.ContactProblem`'s slot layout
 requires. Adding a constraint kind is one producer module (a
 :class:`~._rows.RowBlock` subclass, a ``slots(model)`` count, an ``in_reach`` test and a ``rows``
@@ -32,7 +32,7 @@ from ..collision._pairs import collision_structure
 from ..contact import ContactProblem
 from .._model import Model, Options, State
 from . import (_ball_limit_rows as ball_limit_rows, _contact_rows as contact_rows, _equality_rows as equality_rows, _friction_rows as friction_rows, _limit_rows as limit_rows,
-               _tendon_limit_rows as tendon_limit_rows)
+               _spin_rows as spin_rows, _tendon_limit_rows as tendon_limit_rows)
 from ._rows import KIND_ORDER, RowBlock, RowKind, SlotGeometry
 from ._soft import is_mujoco
 
@@ -46,12 +46,16 @@ DEGENERATE_NORMAL_RATIO = 1e-8
 
 class Producer(typing.NamedTuple):
     """One constraint kind: its static slot count, a scalar "some slot may be active" test and the
-    row block of a state (``all_far``: the caller knows that nothing is in reach)."""
+    row block of a state (``all_far``: the caller knows that nothing is in reach). A producer
+    with ``derived`` set makes its block from the blocks before it instead (``derived(model,
+    previous_blocks)``; spin rows extend the contacts' cones) and has no ``in_reach`` or
+    ``rows`` of its own; its slots' keys are those of the contacts they extend."""
 
     name: str
     slots: typing.Callable
-    in_reach: typing.Callable
-    rows: typing.Callable
+    in_reach: typing.Callable | None
+    rows: typing.Callable | None
+    derived: typing.Callable | None = None
 
 
 PRODUCERS: tuple[Producer, ...] = (
@@ -60,6 +64,8 @@ PRODUCERS: tuple[Producer, ...] = (
                  model, smooth.kinematics, margin),
              lambda model, state, smooth, dt, margin, all_far: contact_rows.contact_rows(
                  model, smooth.kinematics, margin, all_far)),
+    Producer("contact_spin", spin_rows.spin_slots, None, None,
+             derived=lambda model, previous: spin_rows.spin_rows(model, previous[0])),
     Producer("limits", lambda model: len(limit_rows.limited_joints(model)),
              lambda model, state, smooth, dt, margin: limit_rows.limits_in_reach(
                  model, state.q, state.v, dt, margin),
@@ -114,7 +120,8 @@ def any_row_in_reach(model: Model, state: State, smooth, dt: jax.Array) -> jax.A
     margin = model.options.contact_margin.astype(state.q.dtype)
     in_reach = jnp.zeros((), bool)
     for producer in _producers(model):
-        in_reach = in_reach | producer.in_reach(model, state, smooth, dt, margin)
+        if producer.derived is None:  # a derived block is active only where its sources are
+            in_reach = in_reach | producer.in_reach(model, state, smooth, dt, margin)
     return in_reach
 
 
@@ -123,12 +130,18 @@ def constraint_rows(model: Model, state: State, smooth, dt: jax.Array, all_far: 
     whether some producer had more active candidates than slots."""
     margin = model.options.contact_margin.astype(state.q.dtype)
     blocks, overflow = [], jnp.zeros((), bool)
-    key_offset = KEY_STRIDE * collision_structure(model).num_pairs  # past every contact key
+    contact_keys = KEY_STRIDE * collision_structure(model).num_pairs
+    key_offset = contact_keys  # past every contact key
     for producer in _producers(model):
-        block, block_overflow = producer.rows(model, state, smooth, dt, margin, all_far)
-        if producer.name != "contacts":  # block-local keys, made model-wide
+        if producer.derived is not None:  # the contacts' keys, past every key so far
+            block, block_overflow = producer.derived(model, tuple(blocks)), jnp.zeros((), bool)
             block = eqx.tree_at(lambda b: b.key, block, block.key + key_offset)
-            key_offset += block.num_slots
+            key_offset += contact_keys
+        else:
+            block, block_overflow = producer.rows(model, state, smooth, dt, margin, all_far)
+            if producer.name != "contacts":  # block-local keys, made model-wide
+                block = eqx.tree_at(lambda b: b.key, block, block.key + key_offset)
+                key_offset += block.num_slots
         blocks.append(block)
         overflow = overflow | block_overflow
     order = [KIND_ORDER.index(b.kind) for b in blocks]
@@ -214,13 +227,15 @@ def contact_problem(model: Model, blocks, rows: SlotGeometry, smooth, velocity, 
                   else _compliance_rows(blocks, model.options, normal_diag))
     count = lambda kind: sum(b.num_slots for b in blocks if b.kind is kind)  # noqa: E731
     bound = jnp.concatenate([b.force_bound(B.dtype) for b in blocks])
+    spin = [b for b in blocks if b.kind is RowKind.SPIN]
     # G has rank ≤ nv: when nv < 3n the ADMM (Cholesky) solver factorises an nv × nv matrix
     # instead of 3n × 3n (Woodbury identity, see jc.contact.ADMM)
     factor = B if model.nv < 3 * n else None
     problem = ContactProblem(G, g, rows.friction, compliance=compliance, active=active,
                              delassus_factor=factor, num_frictionless=count(RowKind.UNILATERAL),
                              num_box=count(RowKind.BOX), num_bilateral=count(RowKind.BILATERAL),
-                             bound=bound)
+                             bound=bound, num_spin=count(RowKind.SPIN),
+                             spin_friction=spin[0].spin_friction if spin else None)
     return problem, B
 
 

@@ -25,7 +25,7 @@ from ._soft_contacts import (ContactSoftParameters, contact_soft_parameters, edg
                              pair_condim, pair_margins, pyramid_rows, tangent_hints, mujoco_frame)
 
 __all__ = ["ContactRows", "contact_rows", "contacts_in_reach", "contact_slots", "contact_budget",
-           "default_contact_budget"]
+           "default_contact_budget", "elliptic_friction_rows"]
 
 
 def default_contact_budget(model: Model) -> int:
@@ -85,18 +85,13 @@ class ContactRows(RowBlock):
     def soft_rows(self, model, velocity_now, dt):
         """MuJoCo's elliptic cone (:mod:`._soft`): normal ``R₀`` from the two bodies'
         translational ``invweight0``, friction rows ``R₀ / impratio`` damped by
-        ``solreffriction`` when it is set."""
+        ``solreffriction`` when it is set (:func:`elliptic_friction_rows`)."""
         p = self.soft
         imp = impedance(p.solimp, self.distance, p.margin)
         normal = regulariser(imp, p.translation_weight)
-        tangent = normal / jnp.maximum(model.soft.impratio.astype(normal.dtype), MIN_VALUE)
-        friction_ref = jnp.where(jnp.any(p.solreffriction != 0, axis=-1, keepdims=True),
-                                 p.solreffriction, p.solref)
+        tangent, aref_tangent = elliptic_friction_rows(model, p, self.distance, velocity_now[:, :2])
         aref_normal = reference_acceleration(p.solref, p.solimp, imp, self.distance, p.margin,
                                              velocity_now[:, 2])
-        aref_tangent = reference_acceleration(friction_ref[:, None], p.solimp[:, None],
-                                              imp[:, None], 0.0, 0.0, velocity_now[:, :2],
-                                              stiff=False)
         R = jnp.stack([tangent, tangent, normal], axis=-1)
         return R, jnp.concatenate([aref_tangent, aref_normal[:, None]], axis=-1)
 
@@ -116,6 +111,22 @@ class ContactRows(RowBlock):
             factor_rows = jacobian @ smooth.cholesky_inverse.T
         both_velocities = jnp.stack([smooth.free_velocity, velocity], axis=1)
         return factor_rows, jacobian @ both_velocities
+
+
+def elliptic_friction_rows(model: Model, soft: ContactSoftParameters, distance, velocity_now):
+    """``(R₁ (m,), a_ref (m, k))`` of elliptic friction rows (``mj_makeImpedance``,
+    ``mj_referenceConstraint``): the first friction row's regulariser ``R₀ / impratio``
+    (``R₀`` the normal row's) and the damping ``a_ref = −b v`` of rows with velocities
+    ``velocity_now`` ``(m, k)`` (``solreffriction`` when it is set, else ``solref``; no
+    stiffness), all at the contact's impedance."""
+    imp = impedance(soft.solimp, distance, soft.margin)
+    normal = regulariser(imp, soft.translation_weight)
+    tangent = normal / jnp.maximum(model.soft.impratio.astype(normal.dtype), MIN_VALUE)
+    friction_ref = jnp.where(jnp.any(soft.solreffriction != 0, axis=-1, keepdims=True),
+                             soft.solreffriction, soft.solref)
+    aref = reference_acceleration(friction_ref[:, None], soft.solimp[:, None], imp[:, None], 0.0,
+                                  0.0, velocity_now, stiff=False)
+    return tangent, aref
 
 
 def contacts_in_reach(model: Model, kinematics, margin: jax.Array) -> jax.Array:

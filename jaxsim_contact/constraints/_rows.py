@@ -5,6 +5,8 @@ A block holds ``m`` *slots* of three rows each, ``(t1, t2, n)`` — the contact 
 (seed 001 §II) — and says what kind of force lives on them (:class:`RowKind`):
 
 * ``CONE``: a Coulomb cone, ``λ ∈ K_μ`` (contacts);
+* ``SPIN``: torsional and rolling friction rows that widen the cone of the contact slot with
+  the same index (MuJoCo's elliptic ``condim`` 4 / 6; ``ContactProblem.num_spin``);
 * ``UNILATERAL``: only the normal row is a constraint, ``λ_n ≥ 0``, tangent rows empty and
   frictionless (joint and tendon limits);
 * ``BOX``: only the normal row carries force, ``|λ_n| ≤ b`` (dry friction: MuJoCo's
@@ -41,13 +43,14 @@ class RowKind(enum.Enum):
     """The force set of a block's slots (see module docstring)."""
 
     CONE = "cone"
+    SPIN = "spin"
     UNILATERAL = "unilateral"
     BOX = "box"
     BILATERAL = "bilateral"
 
 
 #: the order of the kinds in the row space
-KIND_ORDER = (RowKind.CONE, RowKind.UNILATERAL, RowKind.BOX, RowKind.BILATERAL)
+KIND_ORDER = (RowKind.CONE, RowKind.SPIN, RowKind.UNILATERAL, RowKind.BOX, RowKind.BILATERAL)
 
 
 class SlotGeometry(eqx.Module):

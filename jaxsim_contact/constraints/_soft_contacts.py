@@ -22,8 +22,9 @@ per-pair parameters, MuJoCo's contact frame, and the pyramidal cone's edge rows.
   0, 1)`` for a torsional or rolling edge (its torque ``±μ p`` is not in ``ContactData.force``);
   sums of slots give the contact's force and normal force.
 
-The elliptic cone here has one sliding coefficient and three rows: contacts with ``condim`` 4 or 6
-under it, or a ``<pair>`` with two different sliding coefficients, are refused by name.
+The elliptic cone has one sliding coefficient on its two tangent rows; ``condim`` 4 and 6 add the
+torsional and rolling rows as spin slots (:mod:`._spin_rows`). A ``<pair>`` with two different
+sliding coefficients under it is refused by name.
 """
 
 from __future__ import annotations
@@ -89,21 +90,13 @@ def _tables(model: Model):
 
 def pair_condim(model: Model) -> np.ndarray:
     """Static ``(num_pairs,)`` ``condim`` of every candidate pair (MuJoCo's rule, module
-    docstring). Under the elliptic cone, raises ``NotImplementedError`` naming the geoms of a pair
-    with ``condim`` 4 or 6, or of a ``<pair>`` with two sliding coefficients."""
+    docstring). Under the elliptic cone, raises ``NotImplementedError`` naming the geoms of a
+    ``<pair>`` with two different sliding coefficients (an anisotropic cone)."""
     _, condim, explicit = _tables(model)
     if model.soft.cone is FrictionCone.PYRAMIDAL:
         return condim
     geoms = collision_structure(model).pair_geoms
     names = lambda k: [model.geom_names[int(g)] or f"#{int(g)}" for g in geoms[k]]  # noqa: E731
-    bad = np.flatnonzero(condim > 3)
-    if bad.size:
-        a, b = names(bad[0])
-        raise NotImplementedError(
-            f"{model.source}: geoms {a!r} and {b!r} have condim {int(condim[bad[0]])} (torsional "
-            "/ rolling friction), which the MuJoCo-compatible constraint model supports under "
-            "the pyramidal cone only (<option cone=\"pyramidal\">); the elliptic cone takes "
-            "condim 1 and 3")
     if isinstance(model.soft.pair_friction, jax.core.Tracer):  # checked at load, when concrete
         return condim
     sliding = np.asarray(model.soft.pair_friction)[:, :2]

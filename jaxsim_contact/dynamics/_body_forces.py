@@ -115,7 +115,14 @@ def _contact_wrenches(model: Model, contact: ContactData, dtype) -> jax.Array:
     force = jnp.where(active[:, None], force, 0.0)
     point = jnp.where(active[:, None], contact.point[:count], 0.0)
     wrench = jnp.concatenate([jnp.cross(point, force), force], axis=-1)
-    return wrenches.at[body_b].add(wrench).at[body_a].add(-wrench)
+    wrenches = wrenches.at[body_b].add(wrench).at[body_a].add(-wrench)
+    spin = slot_ranges(model)["contact_spin"]
+    if spin.stop > spin.start:  # torsional / rolling torques of the contacts (pure torques)
+        torque = jnp.einsum("sji,sj->si", contact.frame[spin], contact.force[spin])
+        torque = jnp.where(contact.active[spin][:, None], torque, 0.0)
+        wrench = jnp.concatenate([torque, jnp.zeros_like(torque)], axis=-1)
+        wrenches = wrenches.at[body_b].add(wrench).at[body_a].add(-wrench)
+    return wrenches
 
 
 def body_forces(model: Model, dynamics: ConstrainedDynamics, v: jax.Array) -> BodyForces:

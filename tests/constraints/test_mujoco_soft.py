@@ -127,15 +127,22 @@ def test_soft_contact_step_derivatives_agree(gradient, integrator):
     xml = f"""<mujoco><option timestep="0.002" integrator="{integrator}"/><worldbody><geom type="plane" size="5 5 .1"/>
       <body pos="0 0 0.098"><freejoint/><geom type="sphere" size=".1" friction="0.5"/></body>
       </worldbody></mujoco>"""
+    forward = _velocity_jacobians_agree(xml, gradient, jnp.array([0.3, -0.1, -0.2, 0.5, 0.2, -0.4]))
+    assert np.abs(forward - np.eye(6)).max() > 1e-2  # the contact does act on the derivative
+
+
+def _velocity_jacobians_agree(xml: str, gradient: str, v0) -> np.ndarray:
+    """``∂v⁺/∂v`` of one soft step of the free body of ``xml`` at ``v0`` ``(6,)``: asserts jacfwd =
+    jacrev (1e-10) = central differences (1e-5) and returns the forward one."""
     model = jc.io.from_mjmodel(mujoco.MjModel.from_xml_string(xml))
     model = jc.io.mujoco_compatible(model, mujoco.MjModel.from_xml_string(xml))
     model = model.replace_options(gradient=gradient)
     q = model.qpos0
 
+    @jax.jit
     def next_velocity(v):
         return jc.step(model, jc.init(model, q=q, v=v)).v
 
-    v0 = jnp.array([0.3, -0.1, -0.2, 0.5, 0.2, -0.4])
     forward = np.asarray(jax.jacfwd(next_velocity)(v0))
     reverse = np.asarray(jax.jacrev(next_velocity)(v0))
     eps = 1e-6
@@ -144,7 +151,7 @@ def test_soft_contact_step_derivatives_agree(gradient, integrator):
     central = np.stack(columns, axis=1)
     np.testing.assert_allclose(forward, reverse, atol=1e-10)
     np.testing.assert_allclose(forward, central, atol=1e-5)
-    assert np.abs(forward - np.eye(6)).max() > 1e-2  # the contact does act on the derivative
+    return forward
 
 
 def test_torsional_and_rolling_friction_match_mj_step():
@@ -277,23 +284,119 @@ def test_cylinders_on_a_plane_take_mujocos_points(tmp_path):
     assert worst_q < 1e-10 and worst_v < 1e-8, (worst_q, worst_v)
 
 
-def test_elliptic_condim_six_is_refused_by_name(tmp_path):
+def _elliptic(text: str) -> str:
+    """soft_condim.xml under MuJoCo's elliptic cone, its <pair>'s two sliding coefficients made
+    equal (the elliptic cone here is isotropic in sliding; its rolling ones stay 0.01 / 0.02)."""
+    return text.replace('cone="pyramidal"', 'cone="elliptic"').replace(
+        'friction="0.9 0.7 ', 'friction="0.9 0.9 ')
+
+
+def _world_contact_wrenches(model, contact):
+    """Our active contacts ``{geom pair: [(point, world force, world torque)]}``: each contact
+    slot with the torsional / rolling torque of its spin slot."""
+    from jaxsim_contact.collision._narrowphase import KEY_STRIDE
+    from jaxsim_contact.collision._pairs import collision_structure
+
+    pairs = collision_structure(model).pair_geoms
+    ranges = jc.constraints.slot_ranges(model)
+    span, spin = ranges["contacts"], ranges["contact_spin"]
+    active, frame, force = (np.asarray(x) for x in (contact.active, contact.frame, contact.force))
+    out = {}
+    for k in np.flatnonzero(active[span]):
+        s = spin.start + k
+        torque = frame[s].T @ force[s] if active[s] else np.zeros(3)
+        geoms = frozenset(int(g) for g in pairs[int(contact.key[k]) // KEY_STRIDE])
+        out.setdefault(geoms, []).append((np.asarray(contact.point[k]), frame[k].T @ force[k], torque))
+    return out
+
+
+def test_elliptic_torsional_and_rolling_friction_match_mj_step(tmp_path):
+    """``condim`` 4 and 6 under the elliptic cone: torsional and rolling rows widen each
+    contact's cone to MuJoCo's ``Σ (f_j/μ_j)² ≤ f_n²`` over five friction rows (spin slots,
+    solved by PrimalNewton). One step equals ``mj_step``, and each contact's world force and
+    torque equal ``mj_contactForce``'s; with every condim 3 MuJoCo's own next velocities move by
+    more than 1e-2, so the spin rows are what agrees here."""
+    worst_q, worst_v, rows = _compare(MODELS / "soft_condim.xml", 3, edit=_elliptic, tmp_path=tmp_path)
+    assert rows > 50
+    # measured 9e-13 / 9e-10 (the elliptic Newton stops at its 1e-10 residual)
+    assert worst_q < 1e-10 and worst_v < 1e-8, (worst_q, worst_v)
+
+    path = tmp_path / "elliptic_condim.xml"
+    path.write_text(_elliptic((MODELS / "soft_condim.xml").read_text()))
+    model = jc.load(path, constraint_model="mujoco")
+    mj = jc.io.compile_mjmodel(path, exclude_self_overlaps=False)
+    mj.opt.tolerance, mj.opt.iterations = 1e-15, 1000
+    qpos, qvel = list(_states(mj, 3))[2]
+    data = mujoco.MjData(mj)
+    data.qpos[:], data.qvel[:] = qpos, qvel
+    mujoco.mj_forward(mj, data)
+    ours = _world_contact_wrenches(model, jax.jit(jc.step)(
+        model, jc.init(model, q=jnp.asarray(qpos), v=jnp.asarray(qvel))).contact)
+    wrench = np.zeros(6)
+    dims, worst_force, worst_torque = [], 0.0, 0.0
+    for i in range(data.ncon):
+        con = data.contact[i]
+        if con.efc_address < 0:
+            continue
+        mujoco.mj_contactForce(mj, data, i, wrench)
+        frame = np.asarray(con.frame).reshape(3, 3)
+        point, force, torque = min(ours[frozenset((int(con.geom1), int(con.geom2)))],
+                                   key=lambda o: np.abs(o[0] - con.pos).max())
+        assert np.abs(point - con.pos).max() < 1e-9
+        worst_force = max(worst_force, np.abs(force - frame.T @ wrench[:3]).max())
+        worst_torque = max(worst_torque, np.abs(torque - frame.T @ wrench[3:]).max())
+        dims.append(con.dim)
+    assert {4, 6} <= set(dims)
+    # measured 2e-10 N and 1e-12 N·m (torques up to 0.7 N·m)
+    assert worst_force < 1e-7 and worst_torque < 1e-8, (worst_force, worst_torque)
+
+    # the same states with every condim 3: MuJoCo's answer moves
+    flat = mujoco.MjModel.from_xml_string(path.read_text().replace('condim="6"', 'condim="3"')
+                                          .replace('condim="4"', 'condim="3"'))
+    flat.opt.tolerance, flat.opt.iterations = 1e-15, 1000
+    moved = 0.0
+    for qpos, qvel in _states(mj, 3):
+        steps = []
+        for m in (mj, flat):
+            d = mujoco.MjData(m)
+            d.qpos[:], d.qvel[:] = qpos, qvel
+            mujoco.mj_step(m, d)
+            steps.append(d.qvel.copy())
+        moved = max(moved, float(np.abs(steps[0] - steps[1]).max()))
+    assert moved > 1e-2, moved
+
+
+@pytest.mark.parametrize("gradient", ["implicit", "unrolled"])
+def test_elliptic_spin_step_derivatives_agree(gradient):
+    """jacfwd = jacrev = central differences of ``v⁺(v)`` for a ball spinning and rolling on the
+    plane with ``condim`` 6 under the elliptic cone: the fixed-point implicit rule of the widened
+    cone (``jc.contact``'s ``_compliant_implicit``) and the unrolled Newton iterations."""
+    xml = """<mujoco><option timestep="0.002" cone="elliptic"/><worldbody><geom type="plane" size="5 5 .1"/>
+      <body pos="0 0 0.098"><freejoint/><geom type="sphere" size=".1" condim="6" friction="0.5 0.05 0.02"/></body>
+      </worldbody></mujoco>"""
+    # spinning about the normal
+    forward = _velocity_jacobians_agree(xml, gradient, jnp.array([0.3, -0.1, -0.2, 0.5, 0.2, -4.0]))
+    # the torsional row acts: the spin's derivative is not the free flight's
+    assert abs(forward[5, 5] - 1.0) > 1e-3
+
+
+def test_elliptic_anisotropic_pair_is_refused_by_name(tmp_path):
+    """``condim`` 6 under the elliptic cone loads (spin rows); a ``<pair>`` with two different
+    sliding coefficients does not (an anisotropic elliptic cone): refused naming its geoms, while
+    the pyramid takes it."""
     path = tmp_path / "rolling.xml"
     path.write_text("""<mujoco><option cone="elliptic"/><worldbody>
       <geom name="floor" type="plane" size="5 5 .1"/>
       <body pos="0 0 0.1"><freejoint/><geom name="ball" type="sphere" size=".1" condim="6"/></body>
       </worldbody></mujoco>""")
-    with pytest.raises(NotImplementedError, match=r"'floor' and 'ball' have condim 6.*pyramidal"):
-        jc.load(path, constraint_model="mujoco")
-    jc.load(path)  # the hard model loads it
-    path.write_text(path.read_text().replace("elliptic", "pyramidal"))
-    jc.load(path, constraint_model="mujoco")
-    # a <pair> with two sliding coefficients: the pyramid takes it, the elliptic cone refuses it
-    anisotropic = (MODELS / "soft_condim.xml").read_text().replace('condim="6"', 'condim="3"').replace(
-        'condim="4"', 'condim="3"')
+    model = jc.load(path, constraint_model="mujoco")
+    assert jc.constraints.slot_ranges(model)["contact_spin"].stop > jc.constraints.slot_ranges(model)["contact_spin"].start
+    anisotropic = (MODELS / "soft_condim.xml").read_text()
     path.write_text(anisotropic.replace('cone="pyramidal"', 'cone="elliptic"'))
     with pytest.raises(NotImplementedError, match=r"<pair> of geoms 'floor' and 'wheel' has two sliding"):
         jc.load(path, constraint_model="mujoco")
+    path.write_text(anisotropic)
+    jc.load(path, constraint_model="mujoco")
 
 
 @pytest.mark.parametrize("integrator, cone", [("RK4", "elliptic"), ("implicit", "pyramidal")])
