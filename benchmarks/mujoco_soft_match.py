@@ -34,6 +34,13 @@ rewrites the Markdown.
 
     python benchmarks/mujoco_soft_match.py [--match gymnasium/ dm_control/] [--states 4] [--steps 500]
 
+``--cone elliptic`` (or ``pyramidal``) runs the selected models with that friction cone in both
+engines instead of the file's (``mj.opt.cone`` set on the compiled model, ours loaded from it),
+under the key ``"<model> [cone=elliptic]"``: MJX's own tests run its models under both cones, and
+files with ``condim`` 4 / 6 contacts exercise the elliptic cone's torsional and rolling rows that
+way. With a cone the elliptic contacts' torques are compared too (``mj_contactForce``'s last
+three components against our spin slots'; the pyramid's edges report no torque).
+
 Writes ``benchmarks/results/mujoco_soft_match.md`` and ``.json``.
 """
 
@@ -69,27 +76,43 @@ DIVERGENCE = 1e-6
 MATCH_DISTANCE = 1e-9
 
 
-def build_soft(entry, balance_inertia: bool = False):
-    """``(MjModel, jc.Model)`` of a corpus entry in the MuJoCo-compatible mode; an inertia only
-    MuJoCo's ``balanceinertia`` accepts is loaded with it, as ``corpus.py`` does."""
+CONES = {"elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC, "pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL}
+
+
+def row_key(entry, cone: str | None) -> str:
+    """The results key of a model's row: its corpus key, with the cone when one is imposed."""
+    return entry.key if cone is None else f"{entry.key} [cone={cone}]"
+
+
+def build_soft(entry, balance_inertia: bool = False, cone: str | None = None):
+    """``(MjModel, jc.Model)`` of a corpus entry in the MuJoCo-compatible mode (with the friction
+    cone ``cone`` in both engines instead of the file's, when given); an inertia only MuJoCo's
+    ``balanceinertia`` accepts is loaded with it, as ``corpus.py`` does."""
     try:
-        return _build_soft(entry, balance_inertia)
+        return _build_soft(entry, balance_inertia, cone)
     except ValueError as err:
         if balance_inertia or "balance" not in str(err).lower() and "not positive definite" not in str(err):
             raise
-        return _build_soft(entry, balance_inertia=True)
+        return _build_soft(entry, True, cone)
 
 
-def _build_soft(entry, balance_inertia: bool):
+def _build_soft(entry, balance_inertia: bool, cone: str | None):
+    from jaxsim_contact.constraints._soft_contacts import pair_condim
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if entry.kind == "urdf":
-            spec = jc.io.prepare_spec(entry.path, floating_base=entry.floating_base,
-                                      balance_inertia=balance_inertia)
-            corpus_tools.add_floor(spec)
-            mj = jc.io.compile_spec(spec, entry.path, exclude_self_overlaps=False)
+        if entry.kind == "urdf" or cone is not None:
+            if entry.kind == "urdf":
+                spec = jc.io.prepare_spec(entry.path, floating_base=entry.floating_base,
+                                          balance_inertia=balance_inertia)
+                corpus_tools.add_floor(spec)
+                mj = jc.io.compile_spec(spec, entry.path, exclude_self_overlaps=False)
+            else:
+                mj = jc.io.compile_mjmodel(entry.path, exclude_self_overlaps=False,
+                                           balance_inertia=balance_inertia)
+            if cone is not None:
+                mj.opt.cone = CONES[cone]
             model = jc.io.mujoco_compatible(jc.io.from_mjmodel(mj, source=entry.path), mj)
-            from jaxsim_contact.constraints._soft_contacts import pair_condim
             pair_condim(model)  # what jc.load refuses in this mode
         else:
             model = jc.load(entry.path, constraint_model="mujoco", balance_inertia=balance_inertia)
@@ -112,8 +135,9 @@ def pair_type(mj, g1: int, g2: int) -> str:
     return "-".join(names)
 
 
-def mujoco_contacts(mj, data):
-    """MuJoCo's contacts with rows: ``(point (3,), world force (3,), pair type, geoms)``."""
+def mujoco_contacts(mj, data, torques: bool = False):
+    """MuJoCo's contacts with rows: ``(point (3,), world force (3,) — with the world torque
+    appended, (6,), when ``torques`` —, pair type, geoms)``."""
     out = []
     force = np.zeros(6)
     for i in range(data.ncon):
@@ -121,23 +145,35 @@ def mujoco_contacts(mj, data):
         if con.efc_address < 0:
             continue
         mujoco.mj_contactForce(mj, data, i, force)
-        world = np.asarray(con.frame).reshape(3, 3).T @ force[:3]
+        frame = np.asarray(con.frame).reshape(3, 3)
+        world = frame.T @ force[:3]
+        if torques:
+            world = np.concatenate([world, frame.T @ force[3:]])
         out.append((np.array(con.pos), world, pair_type(mj, con.geom1, con.geom2),
                     frozenset((int(con.geom1), int(con.geom2)))))
     return out
 
 
-def our_contacts(mj, model, contact):
+def our_contacts(mj, model, contact, torques: bool = False):
     """Our active contact slots grouped by geom pair and point (pyramid edges are slots of one
-    contact): ``(point, world force, pair type, geoms)``."""
+    contact): ``(point, world force, pair type, geoms)``; with ``torques`` the force is ``(6,)``,
+    the world torque of the contact's spin slot appended (zero without one)."""
     from jaxsim_contact.collision._narrowphase import KEY_STRIDE
     from jaxsim_contact.collision._pairs import collision_structure
 
     pairs = collision_structure(model).pair_geoms
-    span = slot_ranges(model)["contacts"]
+    ranges = slot_ranges(model)
+    span, spin = ranges["contacts"], ranges["contact_spin"]
     active = np.asarray(contact.active)[span]
     point = np.asarray(contact.point)[span]
-    world = np.einsum("nij,ni->nj", np.asarray(contact.frame)[span], np.asarray(contact.force)[span])
+    frame, force = np.asarray(contact.frame), np.asarray(contact.force)
+    world = np.einsum("nij,ni->nj", frame[span], force[span])
+    if torques:
+        torque = np.zeros_like(world)
+        if spin.stop > spin.start:
+            spin_active = np.asarray(contact.active)[spin]
+            torque = np.where(spin_active[:, None], np.einsum("nij,ni->nj", frame[spin], force[spin]), 0.0)
+        world = np.concatenate([world, torque], axis=1)
     key = np.asarray(contact.key)[span]
     groups = {}
     for k in np.flatnonzero(active):
@@ -145,7 +181,7 @@ def our_contacts(mj, model, contact):
         geoms = frozenset((int(g1), int(g2)))
         label = (geoms, tuple(np.round(point[k], 12)))
         if label not in groups:
-            groups[label] = [point[k], np.zeros(3), pair_type(mj, int(g1), int(g2)), geoms]
+            groups[label] = [point[k], np.zeros(world.shape[1]), pair_type(mj, int(g1), int(g2)), geoms]
         groups[label][1] = groups[label][1] + world[k]
     return [tuple(g) for g in groups.values()]
 
@@ -211,9 +247,10 @@ def compare_contacts(theirs, ours, per_type) -> float:
     return worst
 
 
-def compare_model(entry, states: int, steps: int) -> dict:
+def compare_model(entry, states: int, steps: int, cone: str | None = None) -> dict:
+    torques = cone is not None
     try:
-        mj, model = build_soft(entry)
+        mj, model = build_soft(entry, cone=cone)
     except (NotImplementedError, ValueError) as err:
         return dict(status="refused", reason=corpus_tools.first_line(err, entry)[:200])
     data = mujoco.MjData(mj)
@@ -230,7 +267,8 @@ def compare_model(entry, states: int, steps: int) -> dict:
         data.qvel[:] += rng.normal(size=mj.nv) * 0.5
         mujoco.mj_forward(mj, data)
         before = (data.qpos.copy(), data.qvel.copy(), data.qfrc_constraint.copy(),
-                  (mujoco_contacts(mj, data), mujoco_row_forces(mj, data)), int(data.nefc))
+                  (mujoco_contacts(mj, data, torques and mj.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC),
+                   mujoco_row_forces(mj, data)), int(data.nefc))
         mujoco.mj_step(mj, data)
         samples.append(before + (data.qpos.copy(), data.qvel.copy()))
     mujoco.mj_resetData(mj, data)
@@ -259,7 +297,7 @@ def compare_model(entry, states: int, steps: int) -> dict:
         worst_v = max(worst_v, float(np.abs(np.asarray(ours.v) - qvel_next).max()))
         scale = max(1.0, float(np.abs(qfrc).max()))
         worst_qfrc = max(worst_qfrc, float(np.abs(np.asarray(ours.contact.generalized_force) - qfrc).max()) / scale)
-        found = our_contacts(mj, model, ours.contact)
+        found = our_contacts(mj, model, ours.contact, torques and mj.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC)
         force_scale = max([1.0] + [float(np.abs(f).max()) for _, f, _, _ in theirs])
         worst_force = max(worst_force, compare_contacts(theirs, found, per_type) / force_scale)
         row_scale = max([1.0] + [abs(f) for f in their_rows.values()])
@@ -289,6 +327,8 @@ def compare_model(entry, states: int, steps: int) -> dict:
 def run_child(entry, args) -> dict:
     command = [sys.executable, str(Path(__file__).resolve()), "--child", entry.key,
                "--states", str(args.states), "--steps", str(args.steps)]
+    if args.cone:
+        command += ["--cone", args.cone]
     t0 = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout_s)
@@ -318,32 +358,47 @@ def fmt(x, spec=".1e"):
 
 def report(entries, args) -> str:
     cached = load_rows()
-    rows = {e.key: cached[e.key] for e in entries if e.key in cached}
+    keys = [row_key(e, cone) for e in entries for cone in (None, *CONES)]
+    rows = {key: cached[key] for key in keys if key in cached}
     compared = {k: r for k, r in rows.items() if r["status"] == "compared"}
     lines = ["# `constraint_model=\"mujoco\"` against `mj_step` on the corpus (issue 45)", "",
              f"`python benchmarks/mujoco_soft_match.py --states {args.states} --steps {args.steps}`; "
              f"jax {jax.__version__}, mujoco {mujoco.__version__}; MuJoCo C: its Newton at tolerance 1e-15. "
              "Method: the script's docstring. One step: worst over the states; dq, dv absolute (m, "
              "rad, m/s, rad/s); qfrc and contact force relative to the largest entry; contacts: "
-             "matched / MuJoCo's / ours. Trajectory: zero controls from the start configuration; "
+             "matched / MuJoCo's / ours (with an imposed cone `[cone=…]`, elliptic contacts' force and torque). Trajectory: zero controls from the start configuration; "
              "`>1e-6 at` is the first step with max |dqpos| > 1e-6 (– : never). Commits of the "
              "rows: " + ", ".join(sorted({r.get("commit", "?") for r in rows.values()})) + ".", ""]
     status = defaultdict(int)
-    for r in rows.values():
-        status[r["status"]] += 1
+    for key, r in rows.items():
+        if " [cone=" not in key:
+            status[r["status"]] += 1
     lines.append("Models: " + ", ".join(f"{n} {s}" for s, n in sorted(status.items())) + ".")
 
     def same_contacts(r):
         return all(c["matched"] == c["mujoco"] == c["ours"] for c in r["pair_types"].values())
 
-    agreeing = [k for k, r in compared.items() if same_contacts(r)]
-    within = [k for k in agreeing if compared[k]["max_dqvel"] <= 1e-8 and compared[k]["max_dqpos"] <= 1e-8]
-    lines += ["", f"Of the {len(compared)} compared models, {len(agreeing)} have the same contact set as "
+    def agreement(keys):
+        agreeing = [k for k in keys if same_contacts(compared[k])]
+        within = [k for k in agreeing if compared[k]["max_dqvel"] <= 1e-8 and compared[k]["max_dqpos"] <= 1e-8]
+        return agreeing, within
+
+    files = [k for k in compared if " [cone=" not in k]
+    agreeing, within = agreement(files)
+    lines += ["", f"Of the {len(files)} compared models, {len(agreeing)} have the same contact set as "
               f"MuJoCo C on every state (every pair type: matched = MuJoCo's = ours); of those, "
               f"{len(within)} agree with `mj_step` to 1e-8 in qpos and qvel"
               + (f" (not: {', '.join(sorted(set(agreeing) - set(within)))})" if set(agreeing) - set(within) else "")
-              + f". The other {len(compared) - len(agreeing)} have pair types whose MuJoCo collider makes "
+              + f". The other {len(files) - len(agreeing)} have pair types whose MuJoCo collider makes "
               "other points than ours (the table below): their differences are the contact sets'."]
+    imposed = [k for k in compared if " [cone=" in k]
+    if imposed:
+        agreeing, within = agreement(imposed)
+        lines += ["", f"Rows `[cone=…]` run a model with that friction cone imposed in both "
+                  f"engines (`--cone`): {len(imposed)} compared, {len(agreeing)} with MuJoCo's contact "
+                  f"set, {len(within)} of those within 1e-8 of `mj_step`"
+                  + (f" (not: {', '.join(sorted(set(agreeing) - set(within)))})" if set(agreeing) - set(within) else "")
+                  + "; their contact column compares each elliptic contact's torque as well."]
     lines += ["", "| model | integrator | cone | rows | dqpos | dqvel | qfrc | contact force | contacts | "
               "limit / frictionloss rows: compared, force, unmatched | trajectory max dq | >1e-6 at | errors |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -391,12 +446,14 @@ def main() -> None:
     parser.add_argument("--timeout-s", type=float, default=900.0)
     parser.add_argument("--redo", action="store_true")
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--cone", choices=sorted(CONES), default=None,
+                        help="impose this friction cone in both engines (rows keyed '<model> [cone=...]')")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         entry = next(e for e in corpus_tools.corpus(corpus_tools.SOURCES) if e.key == args.child)
         try:
-            row = compare_model(entry, args.states, args.steps)
+            row = compare_model(entry, args.states, args.steps, args.cone)
         except Exception as err:  # reported per model, the run goes on
             row = dict(status="error", message=f"{type(err).__name__}: {corpus_tools.first_line(err, entry)}"[:300])
         print("RESULT " + json.dumps(row), flush=True)
@@ -405,15 +462,16 @@ def main() -> None:
     cached = load_rows()
     if not args.report_only:
         for entry in entries:
-            if entry.key in cached and not args.redo:
+            key = row_key(entry, args.cone)
+            if key in cached and not args.redo:
                 continue
             if entry.kind == "mjcf" and corpus_tools.mujoco_compiles(entry) is not None:
                 continue  # not a model (an include fragment, a template): corpus.py lists them
             row = run_child(entry, args)
             cached = load_rows()  # another run may have added rows meanwhile
-            cached[entry.key] = row
+            cached[key] = row
             save_rows(cached)
-            print(entry.key, {k: v for k, v in row.items() if k != "pair_types"}, flush=True)
+            print(key, {k: v for k, v in row.items() if k != "pair_types"}, flush=True)
     all_entries = corpus_tools.corpus(corpus_tools.SOURCES)
     (HERE / "results" / "mujoco_soft_match.md").write_text(report(all_entries, args))
 
