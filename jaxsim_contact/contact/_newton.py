@@ -85,7 +85,7 @@ import jax.numpy as jnp
 
 from .._math import safe_sqrt
 from .._types import Choice
-from ._problem import (ContactProblem, _cone_branches, project_cone_components,
+from ._problem import (ContactProblem, project_cone_components,
                       project_cone_jacobian_components, project_wide_cone_components,
                       project_wide_cone_jacobian_components, spin_cone_criteria, spin_ratios,
                       wide_cone_branches)

@@ -105,7 +105,7 @@ class ContactProblem(eqx.Module):
       num_bilateral: static count ``n_e`` of bilateral slots at the end (equality constraints):
         all three rows carry a force of any sign and ``σ = 0`` (rows a constraint leaves unused
         have zero Jacobian rows, so their force is 0). Default 0.
-        The slots are laid out ``[cones | unilateral | box | bilateral]``; ``0 ≤ n_f + n_b + n_e
+        The slots are laid out ``[cones | spin | unilateral | box | bilateral]``; ``0 ≤ n_s + n_f + n_b + n_e
         ≤ n``. :class:`~jaxsim_contact.contact.ADMM` and :class:`~jaxsim_contact.contact.PGS`
         solve problems with box or bilateral slots (differentiated by the implicit or unrolled
         rule); the other solvers refuse them by name.
@@ -370,7 +370,7 @@ class ContactProblem(eqx.Module):
 
 def slot_masks(n: int, num_box: int, num_bilateral: int) -> tuple[np.ndarray, np.ndarray]:
     """Static ``(box, bilateral)`` ``(n,)`` numpy bool masks of ``n`` slots laid out
-    ``[cones | unilateral | box | bilateral]`` (:class:`ContactProblem`)."""
+    ``[cones | spin | unilateral | box | bilateral]`` (:class:`ContactProblem`)."""
     index = np.arange(n)
     bilateral_start = n - num_bilateral
     box = (index >= bilateral_start - num_box) & (index < bilateral_start)
