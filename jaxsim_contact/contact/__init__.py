@@ -10,7 +10,10 @@ rule of :mod:`._implicit`, seed 004 §III-B; ``"unrolled"``; or ``RelaxedComplem
 smoothed derivative of the relaxed problem, seed 002 §V-D, :mod:`._relaxed`; or
 ``RandomizedSmoothing(key, noise_scale)``: the average of implicit derivatives at randomly
 perturbed free velocities, seed 000 §III-A, :mod:`._randomized`); ``contact_modes``
-exposes the breaking / sticking / sliding classification the implicit rule uses.
+exposes the breaking / sticking / sliding classification the implicit rule uses. Problems with
+spin slots (``ContactProblem(num_spin=..., spin_friction=...)``: MuJoCo's elliptic torsional and
+rolling friction) are solved by ``PrimalNewton`` and differentiated by the compliant CCP's
+fixed-point rule (:mod:`._compliant_implicit`).
 """
 
 from ._admm import ADMM
