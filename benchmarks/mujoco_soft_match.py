@@ -79,9 +79,13 @@ MATCH_DISTANCE = 1e-9
 CONES = {"elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC, "pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL}
 
 
+#: the mark of a row run with an imposed cone (:func:`row_key`)
+IMPOSED = " [cone="
+
+
 def row_key(entry, cone: str | None) -> str:
     """The results key of a model's row: its corpus key, with the cone when one is imposed."""
-    return entry.key if cone is None else f"{entry.key} [cone={cone}]"
+    return entry.key if cone is None else f"{entry.key}{IMPOSED}{cone}]"
 
 
 def build_soft(entry, balance_inertia: bool = False, cone: str | None = None):
@@ -248,13 +252,14 @@ def compare_contacts(theirs, ours, per_type) -> float:
 
 
 def compare_model(entry, states: int, steps: int, cone: str | None = None) -> dict:
-    torques = cone is not None
     try:
         mj, model = build_soft(entry, cone=cone)
     except (NotImplementedError, ValueError) as err:
         return dict(status="refused", reason=corpus_tools.first_line(err, entry)[:200])
     data = mujoco.MjData(mj)
     q_start, _ = corpus_tools.start_configuration(mj, entry)
+    # an imposed cone also compares elliptic contacts' torques (a pyramid's edges report none)
+    torques = cone is not None and mj.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC
 
     # MuJoCo first: the states and the reference trajectory (and whether any row ever exists)
     rng = np.random.default_rng(0)
@@ -267,7 +272,7 @@ def compare_model(entry, states: int, steps: int, cone: str | None = None) -> di
         data.qvel[:] += rng.normal(size=mj.nv) * 0.5
         mujoco.mj_forward(mj, data)
         before = (data.qpos.copy(), data.qvel.copy(), data.qfrc_constraint.copy(),
-                  (mujoco_contacts(mj, data, torques and mj.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC),
+                  (mujoco_contacts(mj, data, torques),
                    mujoco_row_forces(mj, data)), int(data.nefc))
         mujoco.mj_step(mj, data)
         samples.append(before + (data.qpos.copy(), data.qvel.copy()))
@@ -297,7 +302,7 @@ def compare_model(entry, states: int, steps: int, cone: str | None = None) -> di
         worst_v = max(worst_v, float(np.abs(np.asarray(ours.v) - qvel_next).max()))
         scale = max(1.0, float(np.abs(qfrc).max()))
         worst_qfrc = max(worst_qfrc, float(np.abs(np.asarray(ours.contact.generalized_force) - qfrc).max()) / scale)
-        found = our_contacts(mj, model, ours.contact, torques and mj.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC)
+        found = our_contacts(mj, model, ours.contact, torques)
         force_scale = max([1.0] + [float(np.abs(f).max()) for _, f, _, _ in theirs])
         worst_force = max(worst_force, compare_contacts(theirs, found, per_type) / force_scale)
         row_scale = max([1.0] + [abs(f) for f in their_rows.values()])
@@ -371,7 +376,7 @@ def report(entries, args) -> str:
              "rows: " + ", ".join(sorted({r.get("commit", "?") for r in rows.values()})) + ".", ""]
     status = defaultdict(int)
     for key, r in rows.items():
-        if " [cone=" not in key:
+        if IMPOSED not in key:
             status[r["status"]] += 1
     lines.append("Models: " + ", ".join(f"{n} {s}" for s, n in sorted(status.items())) + ".")
 
@@ -383,7 +388,7 @@ def report(entries, args) -> str:
         within = [k for k in agreeing if compared[k]["max_dqvel"] <= 1e-8 and compared[k]["max_dqpos"] <= 1e-8]
         return agreeing, within
 
-    files = [k for k in compared if " [cone=" not in k]
+    files = [k for k in compared if IMPOSED not in k]
     agreeing, within = agreement(files)
     lines += ["", f"Of the {len(files)} compared models, {len(agreeing)} have the same contact set as "
               f"MuJoCo C on every state (every pair type: matched = MuJoCo's = ours); of those, "
@@ -391,7 +396,7 @@ def report(entries, args) -> str:
               + (f" (not: {', '.join(sorted(set(agreeing) - set(within)))})" if set(agreeing) - set(within) else "")
               + f". The other {len(files) - len(agreeing)} have pair types whose MuJoCo collider makes "
               "other points than ours (the table below): their differences are the contact sets'."]
-    imposed = [k for k in compared if " [cone=" in k]
+    imposed = [k for k in compared if IMPOSED in k]
     if imposed:
         agreeing, within = agreement(imposed)
         lines += ["", f"Rows `[cone=…]` run a model with that friction cone imposed in both "

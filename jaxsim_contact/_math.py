@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 
 __all__ = [
+    "sum_in_order",
     "cross",
     "argmax_first",
     "argmin_first",
@@ -132,6 +133,15 @@ def first_true_indices(mask: jax.Array, size: int) -> jax.Array:
         raise ValueError(f"first_true_indices supports masks shorter than 2**24, got {n}")
     score = jnp.where(mask, n - jnp.arange(n), -1).astype(jnp.float32)
     return jax.lax.top_k(score, size)[1].astype(jnp.int32)
+
+
+def sum_in_order(terms):
+    """``terms[0] + terms[1] + …`` left to right, without a leading zero (the program of the
+    written-out sum: a Python ``sum`` adds ``0 +`` first)."""
+    total = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    return total
 
 
 def coordinate_dot(a, b):

@@ -39,7 +39,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import lu_factor, lu_solve
 
-from ._problem import project_wide_cone_components, spin_ratios
+from ._newton import scaled_cone_rows
+from ._problem import project_wide_cone_components
 
 __all__ = ["compliant_ccp_force", "fixed_point_map"]
 
@@ -59,17 +60,11 @@ def fixed_point_map(layout: tuple[int, ...], delassus, free_velocity, friction, 
     n = nc + ns + nf + nb + ne
     dtype = delassus.dtype
     R = jnp.maximum(compliance, jnp.finfo(dtype).tiny).reshape(n, 3)
-    r_t = jnp.sqrt(R[:, 0] * R[:, 1])
-    inv_t, inv_n = 1.0 / jnp.sqrt(r_t), 1.0 / jnp.sqrt(R[:, 2])
-    inverse_sqrt = jnp.stack([inv_t, inv_t, inv_n], axis=1)
+    _, inverse_sqrt, mu = scaled_cone_rows(R, friction, spin_friction, nc)
     singles = slice(nc + ns, nc + ns + nf + nb)
-    if ns:
-        ratio = spin_ratios(friction[:nc], spin_friction)
-        inverse_sqrt = inverse_sqrt.at[nc:nc + ns].set(ratio * inv_t[:nc, None])
     inverse_sqrt = inverse_sqrt.at[singles, :2].set(0.0)  # no force on their tangent rows
     inverse_sqrt = jnp.where(active[:, None], inverse_sqrt, 0.0)
     x = -inverse_sqrt * (delassus @ force.reshape(3 * n) + free_velocity).reshape(n, 3)
-    mu = friction[:nc] * jnp.sqrt(r_t[:nc] / R[:nc, 2])
     spin = tuple(x[nc:nc + ns, j] for j in range(3)) if ns else ()
     tangents, normal = project_wide_cone_components((x[:nc, 0], x[:nc, 1], *spin), x[:nc, 2], mu)
     parts = [jnp.stack([tangents[0], tangents[1], normal], axis=1)]

@@ -83,7 +83,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._math import safe_sqrt
+from .._math import safe_sqrt, sum_in_order
 from .._types import Choice
 from ._problem import (ContactProblem, project_cone_components,
                       project_cone_jacobian_components, project_wide_cone_components,
@@ -91,7 +91,7 @@ from ._problem import (ContactProblem, project_cone_components,
                       wide_cone_branches)
 from ._solver import ContactSolver
 
-__all__ = ["PrimalNewton", "NewtonState", "LineSearch"]
+__all__ = ["PrimalNewton", "NewtonState", "LineSearch", "scaled_cone_rows"]
 
 
 class LineSearch(Choice):
@@ -184,13 +184,23 @@ def _join(z1, z2, zn, zf, spin=()):
     return parts[0] if len(parts) == 1 else jnp.concatenate(parts)
 
 
-def _sum(terms):
-    """``terms[0] + terms[1] + …`` in that order (no leading zero: the same program as the
-    written-out sum)."""
-    total = terms[0]
-    for term in terms[1:]:
-        total = total + term
-    return total
+def scaled_cone_rows(R: jax.Array, friction: jax.Array, spin_friction: jax.Array, num_cones: int):
+    """The scaling this solver poses a problem in (module docstring), from the per-slot
+    compliance ``R`` ``(n, 3)`` (floored): ``(R̂ (n, 3), D⁻¹ (n, 3), μ' (n_c,))`` — tangent
+    compliances merged to ``R_T = √(R_t1 R_t2)``, a spin slot's three rows at its cone's
+    ``R_T`` with ``D⁻¹ = (μ_j / μ) / √R_T``, and the scaled friction ``μ √(R_T / R_N)`` of the
+    cones. Also the fixed-point implicit rule's (:mod:`._compliant_implicit`), which must pose
+    the same problem."""
+    nc, ns = num_cones, spin_friction.shape[0]
+    r_t = jnp.sqrt(R[:, 0] * R[:, 1])
+    scaled_friction = friction[:nc] * jnp.sqrt(r_t[:nc] / R[:nc, 2])
+    merged = jnp.stack([r_t, r_t, R[:, 2]], axis=1)
+    if ns:
+        merged = merged.at[nc:nc + ns].set(jnp.broadcast_to(r_t[:nc, None], (nc, 3)))
+    inverse_sqrt = 1.0 / jnp.sqrt(merged)
+    if ns:
+        inverse_sqrt = inverse_sqrt.at[nc:nc + ns].multiply(spin_ratios(friction[:nc], spin_friction))
+    return merged, inverse_sqrt, scaled_friction
 
 
 def _single_bounds(problem: ContactProblem, R: jax.Array):
@@ -364,7 +374,7 @@ class PrimalNewton(ContactSolver):
         largest_d = jnp.maximum(jnp.maximum(d1, d2), dn)
         for d in ds:
             largest_d = jnp.maximum(largest_d, d)
-        cone_error = jnp.sqrt(_sum([e * e for e in (e1, e2, en, *es)])) * largest_d
+        cone_error = jnp.sqrt(sum_in_order([e * e for e in (e1, e2, en, *es)])) * largest_d
         rows = (_join(cone_error, cone_error, cone_error, ef * df, (cone_error,) * len(es))
                 + eps * jnp.abs(force_rows))
         force = jnp.stack([f1, f2, fn], axis=1)
@@ -407,13 +417,9 @@ class PrimalNewton(ContactSolver):
             trace = jnp.trace(problem.delassus)
         floor = jnp.asarray(self.min_compliance, dtype) * jnp.maximum(trace / m,
                                                                        jnp.finfo(dtype).tiny)
-        R = jnp.maximum(problem.compliance, floor).reshape(-1, 3)
-        r_t = jnp.sqrt(R[:, 0] * R[:, 1])
-        nc, ns = problem.num_cones, problem.num_spin
-        scaled_friction = problem.friction[:nc] * jnp.sqrt(r_t[:nc] / R[:nc, 2])
-        R = jnp.stack([r_t, r_t, R[:, 2]], axis=1)
-        if ns:  # spin rows: R_T μ² / μ_j², i.e. D⁻¹ = (μ_j / μ) / √R_T (module docstring)
-            R = R.at[nc:nc + ns].set(jnp.broadcast_to(r_t[:nc, None], (nc, 3)))
+        R, inverse_sqrt, scaled_friction = scaled_cone_rows(
+            jnp.maximum(problem.compliance, floor).reshape(-1, 3), problem.friction,
+            problem.spin_friction, problem.num_cones)
         R = R.reshape(m)
         A = _stored_rows(problem, A)
         # the warm start's tangent forces of frictionless contacts are outside their cone: dropped
@@ -422,10 +428,7 @@ class PrimalNewton(ContactSolver):
         else:
             v = A.T @ _stored_rows(problem, warm_force.reshape(m))
         offset = _stored_rows(problem, problem.free_velocity)
-        inverse_sqrt_compliance = 1.0 / jnp.sqrt(_stored_rows(problem, R))
-        if ns:
-            ratio = spin_ratios(problem.friction[:nc], problem.spin_friction).reshape(-1)
-            inverse_sqrt_compliance = inverse_sqrt_compliance.at[3 * nc:3 * (nc + ns)].multiply(ratio)
+        inverse_sqrt_compliance = _stored_rows(problem, inverse_sqrt.reshape(m))
         state = NewtonState(v, warm_force, A, jnp.abs(A), offset,
                             _stored_rows(problem, problem.compliance),
                             inverse_sqrt_compliance, scaled_friction,
@@ -485,7 +488,7 @@ class PrimalNewton(ContactSolver):
         jac = project_wide_cone_jacobian_components((x1, x2, *xs), xn, state.scaled_friction)
         d = (d1, d2, *ds, dn)
         rows = (A_cone[:, 0], A_cone[:, 1], A_spin[:, 0], A_spin[:, 1], A_spin[:, 2], A_cone[:, 2])
-        WA = [_sum([(jac[a][c] * d[a] * d[c])[:, None] * rows[c] for c in range(6)])
+        WA = [sum_in_order([(jac[a][c] * d[a] * d[c])[:, None] * rows[c] for c in range(6)])
               for a in range(6)]
         cone = jnp.stack([WA[0], WA[1], WA[5]], axis=1).reshape(-1, A_cone.shape[-1])
         spin = jnp.stack(WA[2:5], axis=1).reshape(-1, A_cone.shape[-1])
@@ -519,10 +522,10 @@ class PrimalNewton(ContactSolver):
             t_safe = jnp.where(t > 0, t, one)
             scale = 1.0 / (1.0 + mu * mu)
             beta = (mu * t + yn) * scale
-            ys = _sum([y * s for y, s in zip(y_tangents, s_tangents)])
-            abs_ys = _sum([jnp.abs(y * s) for y, s in zip(y_tangents, s_tangents)])
+            ys = sum_in_order([y * s for y, s in zip(y_tangents, s_tangents)])
+            abs_ys = sum_in_order([jnp.abs(y * s) for y, s in zip(y_tangents, s_tangents)])
             a = ys / t_safe
-            s_t = _sum([s * s for s in s_tangents])
+            s_t = sum_in_order([s * s for s in s_tangents])
             surface_ps = beta * (mu * a + sn)
             surface_abs = beta * (mu * abs_ys / t_safe + jnp.abs(sn))
             surface_curvature = (mu * a + sn) ** 2 * scale + mu * beta * (s_t - a * a) / t_safe

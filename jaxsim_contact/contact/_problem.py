@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._math import safe_norm, safe_sqrt
+from .._math import safe_norm, safe_sqrt, sum_in_order
 from .._types import Choice
 
 __all__ = [
@@ -411,12 +411,7 @@ def project_cone_components(x1, x2, xn, mu):
 def _cone_branches(x1, x2, xn, mu):
     """``(‖x_T‖, inside, polar)`` of :func:`project_cone`: which of its three branches (identity,
     zero, surface) each ``x`` takes; ``polar`` excludes ``inside``."""
-    t = safe_sqrt(x1 * x1 + x2 * x2)  # finite value and derivatives at x_T = 0
-    # `xn >= 0`: with μ = 0 and x_T = 0 (a joint-limit row, a frictionless contact) `t <= μ xn`
-    # reads 0 <= −0 and would keep a negative normal component (a pulling limit).
-    inside = (t <= mu * xn) & (xn >= 0)
-    polar = (mu * t <= -xn) & ~inside
-    return t, inside, polar
+    return wide_cone_branches((x1, x2), xn, mu)
 
 
 def project_wide_cone_components(tangents, xn, mu):
@@ -433,13 +428,11 @@ def project_wide_cone_components(tangents, xn, mu):
 
 
 def wide_cone_branches(tangents, xn, mu):
-    """``(‖x_T‖, inside, polar)`` of :func:`project_wide_cone_components` (as
-    :func:`_cone_branches`)."""
-    squares = [x * x for x in tangents]
-    total = squares[0]
-    for square in squares[1:]:
-        total = total + square
-    t = safe_sqrt(total)
+    """``(‖x_T‖, inside, polar)`` of :func:`project_wide_cone_components`: which of its three
+    branches (identity, zero, surface) each ``x`` takes; ``polar`` excludes ``inside``."""
+    t = safe_sqrt(sum_in_order([x * x for x in tangents]))  # finite value and derivatives at x_T = 0
+    # `xn >= 0`: with μ = 0 and x_T = 0 (a joint-limit row, a frictionless contact) `t <= μ xn`
+    # reads 0 <= −0 and would keep a negative normal component (a pulling limit).
     inside = (t <= mu * xn) & (xn >= 0)
     polar = (mu * t <= -xn) & ~inside
     return t, inside, polar
