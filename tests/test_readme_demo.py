@@ -3,7 +3,8 @@
 and exits 0; a second run is served by the persistent compilation cache and says so.
 
 (The README's second command, the test suite from a clean clone, is what ``.ci/run`` runs.)
-The virtual environment sees this interpreter's packages (``--system-site-packages``; its pip too)
+The virtual environment sees this interpreter's packages (``--system-site-packages`` and, when this
+interpreter is itself a venv, a ``.pth`` naming its site directories; its pip too)
 and installs the clone with ``--no-deps``: the dependencies are the suite's own. pip builds the
 package as the README's command does, with build isolation (the build backend, ``setuptools>=77``,
 comes from the package index, as for ``.ci/run``).
@@ -15,6 +16,7 @@ import math
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +44,14 @@ def installed(tmp_path_factory):
     # without a pip of its own: this interpreter's pip (and its index configuration) serves
     made = _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)])
     assert made.returncode == 0, made.stderr
+    # a venv made from a venv sees the *base* interpreter's site-packages, not this one's (where the
+    # suite's dependencies are when it runs in a venv, as in .ci/run): add this interpreter's site
+    # directories after the new venv's own (the clone's editable install is found first)
+    purelib = Path(_run([str(venv / "bin" / "python"), "-c",
+                         "import sysconfig; print(sysconfig.get_path('purelib'))"]).stdout.strip())
+    parents = [path for path in site.getsitepackages() if Path(path).is_dir()]
+    (purelib / "zz_suite_site_packages.pth").write_text(
+        "".join(f"import site; site.addsitedir({path!r})\n" for path in parents))
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("JAX_", "PYTHONPATH", "JC_SUITE"))}  # the suite's cache, not ours
     env.update(HOME=str(base / "home"), PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
