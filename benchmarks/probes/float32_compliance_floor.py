@@ -12,7 +12,10 @@ rows' compliance at ``C ε G_ii`` (``ε`` of the dtype), in one of two forms:
 
 * ``plain``: ``R ← max(R, C ε G_ii)`` (the compliant contact of seed 001 §II);
 * ``prox``: the same ``R`` centred on the warm start, ``g ← g − ΔR λ_warm`` (a proximal term
-  ``½ ΔR ‖λ − λ_warm‖²``: a resting contact, whose force does not change, is not softened).
+  ``½ ΔR ‖λ − λ_warm‖²``: a resting contact, whose force does not change, is not softened);
+* ``plain_slop`` / ``prox_slop``: either, with a push-out slop: penetrations below ``8 ε``
+  (9.5e-7 m in float32) are left to the compliance instead of being pushed out
+  (``constraints._assembler.gap_or_push_out`` patched).
 
 Per scene (default options otherwise, x64 off, zero controls): mean / max iterations, steps at the
 cap, steps not converged, largest one-step gain of the total energy (in float64 from the float32
@@ -22,6 +25,9 @@ robots ``--robot-steps`` steps. Patches the library in the child process only.
 
     python benchmarks/probes/float32_compliance_floor.py --floors 0 1000 3000 --forms plain prox \\
         --scenes tower pile go2 ant humanoid --out float32_compliance_floor
+    python benchmarks/probes/float32_compliance_floor.py --floors 1000 --forms plain_slop \\
+        --scenes tower pile go2 ant humanoid     # rows merged into the same JSON by hand
+    python benchmarks/probes/float32_compliance_floor.py --out float32_compliance_floor --report-only
 
 Writes ``benchmarks/results/<out>.{json,md}``.
 """
@@ -59,7 +65,7 @@ def child(scene: str, floor: float, form: str, robot_steps: int) -> dict:
             jnp.maximum(floor * jnp.finfo(G.dtype).eps * normal_diag - problem.compliance.reshape(n, 3)[:, 2], 0.0))
         added = added.reshape(-1)
         g = problem.free_velocity
-        if form == "prox" and warm_start is not None:
+        if form.startswith("prox") and warm_start is not None:
             warm = warm_start.force if hasattr(warm_start, "force") else warm_start
             g = g - added * jnp.asarray(warm, G.dtype).reshape(-1)
         problem = eqx.tree_at(lambda p: (p.compliance, p.free_velocity), problem,
@@ -68,6 +74,16 @@ def child(scene: str, floor: float, form: str, robot_steps: int) -> dict:
 
     if floor > 0:
         _stage.solve = floored
+    if form.endswith("_slop"):
+        # penetrations below 8 ε (9.5e-7 m) are left to the compliance, not pushed out
+        from jaxsim_contact.constraints import _assembler
+
+        def push_out_with_slop(distance, baumgarte, cap, dt):
+            slop = 8.0 * jnp.finfo(distance.dtype).eps
+            push_out = jnp.minimum(baumgarte * jnp.maximum(-distance - slop, 0.0) / dt, cap)
+            return -jnp.maximum(distance, 0.0) / dt + push_out
+
+        _assembler.gap_or_push_out = push_out_with_slop
     dtype = jnp.float32
     if scene == "tower":
         model = jc.scenes.load("tower", count=10, gap=1e-3, dt=2e-3, dtype=dtype)
@@ -138,7 +154,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenes", nargs="+", default=["tower", "pile"])
     parser.add_argument("--floors", nargs="+", type=float, default=[0.0, 1000.0, 3000.0])
-    parser.add_argument("--forms", nargs="+", default=["plain", "prox"], choices=["plain", "prox"])
+    parser.add_argument("--forms", nargs="+", default=["plain", "prox"], choices=["plain", "prox", "plain_slop", "prox_slop"])
     parser.add_argument("--robot-steps", type=int, default=200)
     parser.add_argument("--out", default=None)
     parser.add_argument("--report-only", action="store_true", help="rewrite results/<out>.md from its .json")
