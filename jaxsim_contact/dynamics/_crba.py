@@ -38,13 +38,39 @@ def composite_inertias(model: Model, inertias: jax.Array) -> jax.Array:
     return (in_subtree @ inertias.reshape(n, 36)).reshape(n, 6, 6)
 
 
+#: dtypes with a larger epsilon form the mass matrix about the model's centre of mass
+_FAR_FROM_ORIGIN_EPS = 1e-10
+
+
+def _mass_centre(model: Model, kin: Kinematics) -> jax.Array:
+    """``(3,)`` the mass-weighted mean of the bodies' centres of mass (m), derivative-free."""
+    mass = model.body_mass.astype(kin.com_pos.dtype)
+    total = jnp.sum(mass)
+    centre = jnp.sum(mass[:, None] * kin.com_pos, axis=0) / jnp.where(total > 0, total, 1.0)
+    return jax.lax.stop_gradient(centre)
+
+
 def mass_matrix_from_kinematics(model: Model, kin: Kinematics, axes: jax.Array) -> jax.Array:
-    """``(nv, nv)`` mass matrix from precomputed kinematics and dof motion axes ``(nv, 6)``."""
+    """``(nv, nv)`` mass matrix from precomputed kinematics and dof motion axes ``(nv, 6)``.
+
+    ``M`` does not depend on the point the spatial quantities are taken about; float64 takes the
+    world origin, float32 the model's centre of mass (``v ← v − P × ω`` for the axes, inertias
+    about ``c − P``): about the origin, a robot 193 m from it (a 6 s free fall) has ``m |c|²``
+    terms of ~4e4 kg m² per kg that cancel to its links' ~1e-3, below float32's resolution, and
+    the matrix lost positive definiteness — its Cholesky factor was NaN (issue 42, corpus
+    ``simple_humanoid_classical``). The point is a constant for derivatives (``M`` is invariant)."""
     tree = model.tree
     dtype = axes.dtype
     if tree.nv == 0:
         return jnp.zeros((0, 0), dtype)
-    composite = composite_inertias(model, body_spatial_inertias(model, kin))
+    if float(jnp.finfo(dtype).eps) > _FAR_FROM_ORIGIN_EPS:
+        # float32: about the model's centre of mass, not the world origin (below)
+        reference = _mass_centre(model, kin)
+        inertias = spatial_inertia(model.body_mass.astype(dtype), kin.com_pos - reference, kin.inertia_com)
+        axes = jnp.concatenate([axes[:, :3], axes[:, 3:] - jnp.cross(reference, axes[:, :3])], axis=-1)
+    else:
+        inertias = body_spatial_inertias(model, kin)
+    composite = composite_inertias(model, inertias)
     dof_body = np.asarray(tree.dof_body, dtype=np.int64)
     momentum = jnp.einsum("dij,dj->di", composite[dof_body], axes)  # Ic_{body(a)} S_a
     products = momentum @ axes.T  # [a, b] = S_bᵀ Ic_{body(a)} S_a
