@@ -19,16 +19,18 @@ import numpy as np
 
 from .._model import Model
 from ._kinematics import Kinematics, forward_kinematics, motion_axes
-from ._spatial import spatial_inertia
+from ._spatial import motion_about, spatial_inertia
 from ._tendons import tendon_armature, tendon_kinematics
 from .._precision import full_precision_matmuls
 
 __all__ = ["body_spatial_inertias", "composite_inertias", "mass_matrix", "mass_matrix_from_kinematics"]
 
 
-def body_spatial_inertias(model: Model, kin: Kinematics) -> jax.Array:
-    """``(nbody, 6, 6)`` spatial inertia of every body about the world origin."""
-    return spatial_inertia(model.body_mass.astype(kin.com_pos.dtype), kin.com_pos, kin.inertia_com)
+def body_spatial_inertias(model: Model, kin: Kinematics, about: jax.Array | None = None) -> jax.Array:
+    """``(nbody, 6, 6)`` spatial inertia of every body about the world origin, or about the point
+    ``about`` ``(3,)`` (m) when given."""
+    com = kin.com_pos if about is None else kin.com_pos - about
+    return spatial_inertia(model.body_mass.astype(kin.com_pos.dtype), com, kin.inertia_com)
 
 
 def composite_inertias(model: Model, inertias: jax.Array) -> jax.Array:
@@ -63,14 +65,12 @@ def mass_matrix_from_kinematics(model: Model, kin: Kinematics, axes: jax.Array) 
     dtype = axes.dtype
     if tree.nv == 0:
         return jnp.zeros((0, 0), dtype)
+    reference = None
     if float(jnp.finfo(dtype).eps) > _FAR_FROM_ORIGIN_EPS:
-        # float32: about the model's centre of mass, not the world origin (below)
+        # float32: about the model's centre of mass, not the world origin (docstring)
         reference = _mass_centre(model, kin)
-        inertias = spatial_inertia(model.body_mass.astype(dtype), kin.com_pos - reference, kin.inertia_com)
-        axes = jnp.concatenate([axes[:, :3], axes[:, 3:] - jnp.cross(reference, axes[:, :3])], axis=-1)
-    else:
-        inertias = body_spatial_inertias(model, kin)
-    composite = composite_inertias(model, inertias)
+        axes = motion_about(axes, reference)
+    composite = composite_inertias(model, body_spatial_inertias(model, kin, about=reference))
     dof_body = np.asarray(tree.dof_body, dtype=np.int64)
     momentum = jnp.einsum("dij,dj->di", composite[dof_body], axes)  # Ic_{body(a)} S_a
     products = momentum @ axes.T  # [a, b] = S_bᵀ Ic_{body(a)} S_a

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 
 from .._math import cross
 
-__all__ = ["skew", "cross_motion", "cross_force", "spatial_inertia", "rotational_motion"]
+__all__ = ["skew", "cross_motion", "cross_force", "spatial_inertia", "rotational_motion", "motion_about"]
 
 
 def skew(w: jax.Array) -> jax.Array:
@@ -71,3 +71,10 @@ def spatial_inertia(mass: jax.Array, com: jax.Array, inertia_com: jax.Array) -> 
 def rotational_motion(axis: jax.Array, point: jax.Array) -> jax.Array:
     """Unit-rate rotation about ``axis`` through ``point`` (both ``(..., 3)``, world): ``[a; p × a]``."""
     return jnp.concatenate([axis, cross(point, axis)], axis=-1)
+
+
+def motion_about(motion: jax.Array, point: jax.Array) -> jax.Array:
+    """Spatial motions ``(..., 6)`` ``[ω; v_O]`` about the world origin re-expressed about
+    ``point`` ``(3,)`` (m): ``[ω; v_O − point × ω]``, the velocity field's value at ``point``."""
+    omega = motion[..., :3]
+    return jnp.concatenate([omega, motion[..., 3:] - cross(point, omega)], axis=-1)
