@@ -37,11 +37,38 @@ from ._rows import KIND_ORDER, RowBlock, RowKind, SlotGeometry
 from ._soft import is_mujoco
 
 __all__ = ["PRODUCERS", "Producer", "num_constraint_slots", "slot_ranges", "constraint_rows", "any_row_in_reach",
-           "stack", "contact_problem", "split_forces", "gap_or_push_out", "DEGENERATE_NORMAL_RATIO"]
+           "stack", "contact_problem", "split_forces", "gap_or_push_out", "round_off_terms", "DEGENERATE_NORMAL_RATIO"]
 
 #: a contact or limit slot whose normal Delassus entry is at most this fraction of its block's
 #: trace is masked (no normal force moves it; :func:`contact_problem`)
 DEGENERATE_NORMAL_RATIO = 1e-8
+
+#: round-off terms of a single-precision hard model (:func:`round_off_terms`), in units of ε
+ROUND_OFF_COMPLIANCE = 1000.0
+ROUND_OFF_SLOP = 8.0
+#: dtypes with a larger machine ε get the round-off terms (float32: 1.2e-7; float64: 2.2e-16)
+_ROUND_OFF_EPS = 1e-10
+
+
+def round_off_terms(dtype) -> tuple[float, float]:
+    """``(C, s)``: the hard model's normal-row compliance floor ``R ≥ C G_nn`` (``C``
+    dimensionless) and push-out slop ``s`` (m, rad) of a statically indeterminate contact set
+    (slots sharing a body pair: :meth:`~._rows.RowBlock.shares_body_pair`) in ``dtype``;
+    ``(0, 0)`` in float64.
+
+    Why (issue 42; ``benchmarks/results/float32_compliance_floor.md``): the float32-rounded
+    problem of a face resting on several corners has no exact solution — its ``g`` is not in the
+    range of the rank-deficient ``G`` to better than ε — so the solver drifts along ``G``'s
+    near-null space (the 10-box tower's float32 problems cast to float64 took 463 ADMM iterations).
+    A compliance ``1000 ε G_nn`` (seed 001 §II's compliant contact) bounds that drift; its
+    micrometre sink under load is left to the compliance below the slop ``8 ε`` (9.5e-7 m) instead
+    of being pushed out, and recovered above it by ``10 s`` (:func:`gap_or_push_out`). A single-point contact
+    (a quadruped's foot) is determinate and stays hard: under the floor, a Go2's feet sank 9.5 µm
+    at touch-down and the push-out then lifted the robot by that much, 5.9e-4 J in one step."""
+    eps = float(jnp.finfo(dtype).eps)
+    if eps <= _ROUND_OFF_EPS:
+        return 0.0, 0.0
+    return ROUND_OFF_COMPLIANCE * eps, ROUND_OFF_SLOP * eps
 
 
 class Producer(typing.NamedTuple):
@@ -157,24 +184,37 @@ def stack(blocks: tuple[RowBlock, ...]) -> SlotGeometry:
                    key=cat("key"), active=cat("active"), point=cat("point"))
 
 
-def gap_or_push_out(distance: jax.Array, baumgarte: jax.Array, cap: jax.Array, dt) -> jax.Array:
+def gap_or_push_out(distance: jax.Array, baumgarte: jax.Array, cap: jax.Array, dt,
+                    slop: jax.Array | None = None) -> jax.Array:
     """The reference normal velocity before restitution (module docstring), per slot: close the
-    gap ``−max(φ, 0)/Δt``, or push a violated slot out at ``min(β max(−φ, 0)/Δt, cap)``
-    (``distance`` φ, ``cap`` ``v_max`` in the slot's units; ``dt`` s). Also the target of the
-    tendon limits' position projection (:mod:`jaxsim_contact.dynamics._projection`)."""
-    push_out = jnp.minimum(baumgarte * jnp.maximum(-distance, 0.0) / dt, cap)
+    gap ``−max(φ, 0)/Δt``, or push a violated slot out at ``min(β δ/Δt, cap)`` with ``δ =
+    max(−φ, 0)`` (``distance`` φ, ``cap`` ``v_max`` in the slot's units; ``dt`` s). Also the
+    target of the tendon limits' position projection (:mod:`jaxsim_contact.dynamics._projection`).
+
+    ``slop`` (per slot, ≥ 0; :func:`round_off_terms`): an overlap ``δ ≤ s`` is not pushed out, one
+    between ``s`` and ``10 s`` by ``δ − s (10 s − δ)/(9 s)`` (continuous, slope 10/9) and a deeper
+    one in full — a dead zone ``δ − s`` shortened a 10 µm push-out by 9.5 % (the float32 step
+    Jacobians then missed float64's by 2.5e-3), and a smooth ``δ − s (s/δ)⁴`` (slope 5 at ``s``)
+    tripled the float32 pile's iterations; ``s = 0`` is the plain rule."""
+    depth = jnp.maximum(-distance, 0.0)
+    if slop is not None:
+        safe = jnp.maximum(slop, jnp.finfo(depth.dtype).tiny)
+        short = slop * jnp.clip((10.0 * slop - depth) / (9.0 * safe), 0.0, 1.0)
+        depth = jnp.where(depth > slop, depth - short, 0.0)
+    push_out = jnp.minimum(baumgarte * depth / dt, cap)
     return -jnp.maximum(distance, 0.0) / dt + push_out
 
 
-def _reference_velocity(blocks, options: Options, distance, c_now, dt):
-    """``(n,)`` reference normal velocity ``c*_N`` (module docstring)."""
+def _reference_velocity(blocks, options: Options, distance, c_now, dt, slop=None):
+    """``(n,)`` reference normal velocity ``c*_N`` (module docstring; ``slop`` per slot:
+    :func:`gap_or_push_out`)."""
     dtype = distance.dtype
     gap = jnp.maximum(distance, 0.0)
     # Baumgarte push-out, capped so that a deep overlap separates at a bounded speed; each kind
     # has its own cap (a contact's in m/s, a hinge limit's in rad/s: issue 43's ant)
     cap = jnp.concatenate([jnp.broadcast_to(b.correction_speed(options, dtype), (b.num_slots,))
                            for b in blocks])
-    reference = gap_or_push_out(distance, options.baumgarte.astype(dtype), cap, dt)
+    reference = gap_or_push_out(distance, options.baumgarte.astype(dtype), cap, dt, slop)
     approach = -c_now[:, 2]
     closes = approach * dt > gap
     bounces_kind = jnp.asarray(np.concatenate([np.full(b.num_slots, b.restitution) for b in blocks]))
@@ -200,7 +240,11 @@ def contact_problem(model: Model, blocks, rows: SlotGeometry, smooth, velocity, 
         soft_compliance, aref = _soft_rows(model, blocks, c_now, dt)
         g = ((c_free - c_now) / dt - aref).reshape(3 * n)
     else:
-        reference = _row_references(blocks, model.options, rows.distance, c_now, dt)
+        floor, slop = round_off_terms(B.dtype)
+        indeterminate = _indeterminate_slots(blocks, rows.distance, c_now, dt, slop) if floor else None
+        reference = _row_references(blocks, model.options, rows.distance, c_now, dt,
+                                    jnp.where(indeterminate, slop, 0.0).astype(B.dtype) if floor
+                                    else None)
         g = ((c_free - reference) / dt).reshape(3 * n)
     # diag(B Bᵀ) from B itself: a solver that never reads G (PrimalNewton) never forms it
     block_diag = jnp.sum(B * B, axis=1).reshape(n, 3)
@@ -223,8 +267,14 @@ def contact_problem(model: Model, blocks, rows: SlotGeometry, smooth, velocity, 
         degenerate = jnp.sum(block_diag, -1) == 0
     bilateral = np.concatenate([np.full(b.num_slots, b.kind is RowKind.BILATERAL) for b in blocks])
     active = rows.active & ~(degenerate & ~jnp.asarray(bilateral))
-    compliance = (soft_compliance.reshape(-1) if soft
-                  else _compliance_rows(blocks, model.options, normal_diag))
+    if soft:
+        compliance = soft_compliance.reshape(-1)
+    else:
+        compliance = _compliance_rows(blocks, model.options, normal_diag)
+        if floor:  # round_off_terms: the floor on the normal rows of indeterminate sets
+            normal_floor = jnp.where(indeterminate, floor * normal_diag, 0.0)
+            compliance = compliance.reshape(n, 3)
+            compliance = compliance.at[:, 2].set(jnp.maximum(compliance[:, 2], normal_floor)).reshape(-1)
     count = lambda kind: sum(b.num_slots for b in blocks if b.kind is kind)  # noqa: E731
     bound = jnp.concatenate([b.force_bound(B.dtype) for b in blocks])
     spin = [b for b in blocks if b.kind is RowKind.SPIN]
@@ -239,6 +289,20 @@ def contact_problem(model: Model, blocks, rows: SlotGeometry, smooth, velocity, 
     return problem, B
 
 
+def _indeterminate_slots(blocks, distance, c_now, dt, slop):
+    """``(n,)`` bool: slots of statically indeterminate contact sets (:func:`round_off_terms`).
+    Only slots that can carry a force this step count — touching to within ``10 s`` or closing
+    their gap during the step: a calf's mesh 0.8 mm above the floor, in the margin, does not make
+    its foot's single contact indeterminate."""
+    approach = jnp.maximum(-c_now[:, 2], 0.0)
+    touching = distance <= approach * dt + 10.0 * slop
+    parts, start = [], 0
+    for block in blocks:
+        parts.append(block.shares_body_pair(touching[start:start + block.num_slots]))
+        start += block.num_slots
+    return jnp.concatenate(parts)
+
+
 def _soft_rows(model: Model, blocks, c_now, dt):
     """``(R (n, 3), a_ref (n, 3))`` of every row under MuJoCo's soft model (:mod:`._soft`)."""
     parts, start = [], 0
@@ -248,11 +312,11 @@ def _soft_rows(model: Model, blocks, c_now, dt):
     return tuple(jnp.concatenate(p) for p in zip(*parts))
 
 
-def _row_references(blocks, options: Options, distance, c_now, dt):
+def _row_references(blocks, options: Options, distance, c_now, dt, slop=None):
     """``(n, 3)`` reference velocity ``c*`` of every row: the normal rows' gap / push-out /
     restitution rule (:func:`_reference_velocity`) and zero tangent rows, except for blocks that
     give all three rows their own (``RowBlock.reference_velocity``: equality constraints)."""
-    normal = _reference_velocity(blocks, options, distance, c_now, dt)
+    normal = _reference_velocity(blocks, options, distance, c_now, dt, slop)
     reference = jnp.zeros_like(c_now).at[:, 2].set(normal)
     start = 0
     for block in blocks:

@@ -82,6 +82,13 @@ class ContactRows(RowBlock):
         return jnp.broadcast_to(options.tangential_compliance.astype(normal_diag.dtype),
                                 normal_diag.shape)
 
+    def shares_body_pair(self, touching: jax.Array) -> jax.Array:
+        touching = touching & self.active
+        low = jnp.minimum(self.body_a, self.body_b)
+        high = jnp.maximum(self.body_a, self.body_b)
+        same_pair = (low[:, None] == low[None, :]) & (high[:, None] == high[None, :])
+        return touching & (jnp.sum(same_pair & touching[None, :], axis=1) > 1)
+
     def soft_rows(self, model, velocity_now, dt):
         """MuJoCo's elliptic cone (:mod:`._soft`): normal ``R₀`` from the two bodies'
         translational ``invweight0``, friction rows ``R₀ / impratio`` damped by

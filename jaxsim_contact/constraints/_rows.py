@@ -100,6 +100,13 @@ class RowBlock(SlotGeometry):
         """Scalar cap on the Baumgarte push-out speed ``β δ / Δt`` of a violated slot, in the
         units of the row's velocity."""
 
+    def shares_body_pair(self, touching: jax.Array) -> jax.Array:
+        """``(m,)`` bool: ``touching`` slots (``(m,)`` bool: active and able to carry a force this
+        step) whose two bodies also meet at another touching slot of the block — a statically
+        indeterminate contact set (a face resting on 4 corners) whose force distribution the rigid
+        model leaves free. None in a block that is not a contact block."""
+        return jnp.zeros_like(touching)
+
     def force_bound(self, dtype) -> jax.Array:
         """``(m,)`` bound ``b`` of the normal force of ``BOX`` slots (N or N·m); 0 for the other
         kinds (unused)."""

@@ -2,12 +2,13 @@
 settle in float64 and float32 — after 5 s max penetration < 1 mm and max speed < 1e-3 m/s.
 
 The total energy never increases by more than 1e-6 J from one step to the next: asserted in
-float64 and for the float32 pile (largest step gain 1.5e-7 J at 328597b). For the float32 tower
-this criterion is NOT met (and not asserted; issue 5 stays open on it): during the impacts ADMM
-does not reach its tolerance in float32 (σ = G f + g cancels ~1e2 N-scale terms at ~1e-7
-relative precision) and single steps gain up to 4.4e-5 J (step 26); 60 of its 2500 steps gain
-more than 1e-6 J, 38 of them after the first second (largest 3.8e-6 J there) — the size of one
-float32 ulp of height summed over the boxes' weights (5.8e-6 J).
+float64 and for the float32 pile (largest step gain 1.5e-7 J at 328597b). The float32 tower, with
+this test's loose solver (cap 40, tolerance 1e-4), is held to issue 42's 1e-5 J instead: before the
+float32 round-off terms (``constraints._assembler.round_off_terms``: a compliance floor and a
+push-out slop on indeterminate contact sets) single steps gained up to 4.4e-5 J during the impacts
+(step 26) and 60 of its 2500 steps more than 1e-6 J; with them the largest gain is 2.0e-6 J (step
+26, the only step above 1e-6 J). The float32 stacks at default options are
+:func:`test_float32_stack_at_default_options_converges_every_step_and_gains_no_energy`'s.
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ def test_stack_settles_without_penetration_motion_or_energy_gain(name, dtype_nam
     assert float(jnp.max(traj.contact.penetration)) < 1e-3  # at every step, not only the last
     assert float(jnp.max(jnp.abs(final.v))) < 1e-3
     increase = np.diff(energy)
-    if (name, dtype_name) != ("tower", "float32"):
-        assert np.max(increase) < 1e-6, (np.max(increase), int(np.argmax(increase)))
+    bar = 1e-5 if (name, dtype_name) == ("tower", "float32") else 1e-6  # module docstring
+    assert np.max(increase) < bar, (np.max(increase), int(np.argmax(increase)))
     # the boxes are resting on each other: every cube carries 4 active contacts
     nbox = model.nbody - 1
     assert int(final.contact.num_active) == 4 * nbox
@@ -84,3 +85,38 @@ def test_stack_settles_without_penetration_motion_or_energy_gain(name, dtype_nam
     z = np.asarray(final.q).reshape(nbox, 7)[:, 2]
     levels = np.round((z - 0.05) / 0.1)
     np.testing.assert_allclose(z, 0.05 + 0.1 * levels, atol=1e-3)
+
+
+@functools.cache
+def settled_at_default_options(name: str):
+    """The float32 stacks with the default solver (ADMM-NCP, tolerance 1e-6, cap 500)."""
+    if name == "tower":
+        model = jc.scenes.load("tower", count=10, gap=1e-3, dt=DT, dtype=jnp.float32)
+    else:
+        model = jc.scenes.load("pile", gap=2e-3, dt=2 * DT, dtype=jnp.float32)
+        model = model.replace_options(contact_budget=4 * 27)
+    state = jc.init(model)
+    steps = int(round(HORIZON / float(model.options.dt)))
+    final, traj = rollout(model, state, jnp.zeros((steps, 0), jnp.float32))
+    model64 = model.astype(jnp.float64)
+    energy_fn = jax.jit(jax.vmap(lambda q, v: kinetic_energy(model64, q, v) + potential_energy(model64, q)))
+    q = jnp.concatenate([state.q[None], traj.q]).astype(jnp.float64)
+    v = jnp.concatenate([state.v[None], traj.v]).astype(jnp.float64)
+    return model, final, traj, np.asarray(energy_fn(q, v))
+
+
+@pytest.mark.parametrize("name", ["tower", "pile"])
+def test_float32_stack_at_default_options_converges_every_step_and_gains_no_energy(name):
+    """Issue 42's bars for the float32 stacks at default options: the solver's criterion on every
+    step (before the round-off terms of ``constraints._assembler.round_off_terms`` the tower
+    stopped at the cap on 1.5 % of its steps and averaged 175 iterations against float64's 5.5),
+    settled after 5 s, and no step gaining more than 1e-5 J."""
+    model, final, traj, energy = settled_at_default_options(name)
+    iterations = np.asarray(traj.contact.iterations)
+    assert np.all(np.asarray(traj.contact.converged)), int(np.sum(~np.asarray(traj.contact.converged)))
+    assert np.all(iterations < model.options.solver.max_iterations)
+    assert np.mean(iterations) < 30, np.mean(iterations)
+    assert int(final.error) == 0
+    assert float(jnp.max(jnp.abs(final.v))) < 1e-3
+    increase = np.diff(energy)
+    assert np.max(increase) < 1e-5, (np.max(increase), int(np.argmax(increase)))
