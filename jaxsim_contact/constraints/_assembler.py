@@ -53,8 +53,8 @@ _ROUND_OFF_EPS = 1e-10
 def round_off_terms(dtype) -> tuple[float, float]:
     """``(C, s)``: the hard model's normal-row compliance floor ``R ≥ C G_nn`` (``C``
     dimensionless) and push-out slop ``s`` (m, rad) of a statically indeterminate contact set
-    (slots sharing a body pair: :meth:`~._rows.RowBlock.shares_body_pair`) in ``dtype``;
-    ``(0, 0)`` in float64.
+    (touching slots sharing a body pair, or on a kinematic tree with more touching rows than dofs:
+    :func:`_indeterminate_slots`) in ``dtype``; ``(0, 0)`` in float64.
 
     Why (issue 42; ``benchmarks/results/float32_compliance_floor.md``): the float32-rounded
     problem of a face resting on several corners has no exact solution — its ``g`` is not in the
@@ -62,8 +62,8 @@ def round_off_terms(dtype) -> tuple[float, float]:
     near-null space (the 10-box tower's float32 problems cast to float64 took 463 ADMM iterations).
     A compliance ``1000 ε G_nn`` (seed 001 §II's compliant contact) bounds that drift; its
     micrometre sink under load is left to the compliance below the slop ``8 ε`` (9.5e-7 m) instead
-    of being pushed out, and recovered above it by ``10 s`` (:func:`gap_or_push_out`). A single-point contact
-    (a quadruped's foot) is determinate and stays hard: under the floor, a Go2's feet sank 9.5 µm
+    of being pushed out, and recovered above it by ``10 s`` (:func:`gap_or_push_out`). A
+    quadruped standing on its 4 point feet (12 rows on 18 dofs) is determinate and stays hard: under the floor, a Go2's feet sank 9.5 µm
     at touch-down and the push-out then lifted the robot by that much, 5.9e-4 J in one step."""
     eps = float(jnp.finfo(dtype).eps)
     if eps <= _ROUND_OFF_EPS:
@@ -241,7 +241,8 @@ def contact_problem(model: Model, blocks, rows: SlotGeometry, smooth, velocity, 
         g = ((c_free - c_now) / dt - aref).reshape(3 * n)
     else:
         floor, slop = round_off_terms(B.dtype)
-        indeterminate = _indeterminate_slots(blocks, rows.distance, c_now, dt, slop) if floor else None
+        indeterminate = (_indeterminate_slots(blocks, rows, c_now, dt, slop, model) if floor
+                         else None)
         reference = _row_references(blocks, model.options, rows.distance, c_now, dt,
                                     jnp.where(indeterminate, slop, 0.0).astype(B.dtype) if floor
                                     else None)
@@ -289,18 +290,57 @@ def contact_problem(model: Model, blocks, rows: SlotGeometry, smooth, velocity, 
     return problem, B
 
 
-def _indeterminate_slots(blocks, distance, c_now, dt, slop):
+def _indeterminate_slots(blocks, rows: SlotGeometry, c_now, dt, slop, model: Model):
     """``(n,)`` bool: slots of statically indeterminate contact sets (:func:`round_off_terms`).
     Only slots that can carry a force this step count — touching to within ``10 s`` or closing
     their gap during the step: a calf's mesh 0.8 mm above the floor, in the margin, does not make
-    its foot's single contact indeterminate."""
+    its foot's single contact indeterminate. Two kinds: contact slots sharing their body pair with
+    another touching slot (a face on 4 corners), and every touching contact slot on a kinematic
+    tree whose touching rows (3 per frictional contact, 1 per frictionless contact or limit)
+    outnumber its dofs — its rows' Jacobian has rank at most its dof count (a quadruped collapsed
+    on its belly with 4 joints at their limits: 19 rows on 18 dofs)."""
     approach = jnp.maximum(-c_now[:, 2], 0.0)
-    touching = distance <= approach * dt + 10.0 * slop
+    touching = rows.active & (rows.distance <= approach * dt + 10.0 * slop)
     parts, start = [], 0
     for block in blocks:
         parts.append(block.shares_body_pair(touching[start:start + block.num_slots]))
         start += block.num_slots
-    return jnp.concatenate(parts)
+    shared = jnp.concatenate(parts)
+    tree_of_body, tree_dofs = _kinematic_trees(model)
+    if not tree_dofs.size:
+        return shared
+    trees = jnp.concatenate([b.slot_trees(model, tree_of_body) for b in blocks])  # (n, 2)
+    is_contact = jnp.asarray(np.concatenate([np.full(b.num_slots, b.is_contact) for b in blocks]))
+    weight = jnp.where(touching, jnp.where(is_contact & (rows.friction > 0), 3, 1), 0)
+    first, second = trees[:, 0], trees[:, 1]
+    count = (jnp.zeros(tree_dofs.size, jnp.int32)
+             .at[jnp.maximum(first, 0)].add(jnp.where(first >= 0, weight, 0))
+             .at[jnp.maximum(second, 0)].add(jnp.where((second >= 0) & (second != first), weight, 0)))
+    redundant_tree = count > jnp.asarray(tree_dofs)
+    on_redundant = ((first >= 0) & redundant_tree[jnp.maximum(first, 0)]) | (
+        (second >= 0) & redundant_tree[jnp.maximum(second, 0)])
+    return shared | (on_redundant & touching & is_contact)
+
+
+def _kinematic_trees(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """Static ``(tree_of_body (nbody,), dofs_of_tree (ntree,))``: each moving body's kinematic tree
+    (the subtree under a child of the world), −1 for the world and bodies welded to it."""
+    tree = model.tree
+    nbody = len(tree.body_parent)
+    root = np.zeros(nbody, np.int64)
+    for b in range(1, nbody):
+        ancestor = b
+        while tree.body_parent[ancestor] != 0:
+            ancestor = tree.body_parent[ancestor]
+        root[b] = ancestor
+    dofs = np.zeros(nbody, np.int64)
+    for body in tree.dof_body:
+        dofs[root[body]] += 1
+    roots = [r for r in range(1, nbody) if tree.body_parent[r] == 0 and dofs[r] > 0]
+    index = {r: i for i, r in enumerate(roots)}
+    tree_of_body = np.asarray([index.get(int(root[b]), -1) if b else -1 for b in range(nbody)],
+                              np.int32)
+    return tree_of_body, np.asarray([dofs[r] for r in roots], np.int32)
 
 
 def _soft_rows(model: Model, blocks, c_now, dt):

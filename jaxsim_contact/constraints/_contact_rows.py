@@ -89,6 +89,10 @@ class ContactRows(RowBlock):
         same_pair = (low[:, None] == low[None, :]) & (high[:, None] == high[None, :])
         return touching & (jnp.sum(same_pair & touching[None, :], axis=1) > 1)
 
+    def slot_trees(self, model, tree_of_body):
+        trees = jnp.asarray(tree_of_body, jnp.int32)
+        return jnp.stack([trees[self.body_a], trees[self.body_b]], axis=-1)
+
     def soft_rows(self, model, velocity_now, dt):
         """MuJoCo's elliptic cone (:mod:`._soft`): normal ``R₀`` from the two bodies'
         translational ``invweight0``, friction rows ``R₀ / impratio`` damped by

@@ -80,6 +80,10 @@ class LimitRows(LimitBlock):
     sign: jax.Array
     dof: tuple[int, ...] = eqx.field(static=True)
 
+    def slot_trees(self, model, tree_of_body):
+        trees = np.asarray([tree_of_body[model.tree.dof_body[d]] for d in self.dof], np.int32)
+        return jnp.asarray(np.stack([trees, trees], axis=-1).reshape(-1, 2))
+
     def soft_rows(self, model, velocity_now, dt):
         return joint_limit_soft_rows(model, limited_joints(model), self.dof, self.distance,
                                      velocity_now, dt)

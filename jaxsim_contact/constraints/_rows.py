@@ -33,6 +33,7 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._model import Options
 
@@ -106,6 +107,13 @@ class RowBlock(SlotGeometry):
         indeterminate contact set (a face resting on 4 corners) whose force distribution the rigid
         model leaves free. None in a block that is not a contact block."""
         return jnp.zeros_like(touching)
+
+    def slot_trees(self, model, tree_of_body: np.ndarray) -> jax.Array:
+        """``(m, 2)`` int32: the kinematic trees (``tree_of_body``: per body, −1 for the world and
+        bodies welded to it) each slot's rows act on, for the row count of indeterminate sets
+        (``_assembler``); −1 where the block does not say (not counted)."""
+        del model, tree_of_body
+        return jnp.full((self.num_slots, 2), -1, jnp.int32)
 
     def force_bound(self, dtype) -> jax.Array:
         """``(m,)`` bound ``b`` of the normal force of ``BOX`` slots (N or N·m); 0 for the other

@@ -1,7 +1,8 @@
 """The single-precision round-off terms of the hard model (issue 42,
 ``constraints._assembler.round_off_terms``): a normal-row compliance floor ``1000 ε G_nn`` and a
-push-out slop ``8 ε`` on statically indeterminate contact sets (slots sharing a body pair), none
-on single-point contacts and nothing at all in float64."""
+push-out slop ``8 ε`` on statically indeterminate contact sets (slots sharing a body pair, or on a
+kinematic tree with more touching rows than dofs), none on a determinate single-point contact and
+nothing at all in float64."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from jaxsim_contact.dynamics import smooth_dynamics
 
 HALF, RADIUS = 0.05, 0.04
 
-# a box resting on the plane (4 corner slots, one body pair) next to a sphere resting on it (one)
+# a box resting on the plane (4 corner slots, one body pair) next to a free sphere resting on it
+# (one slot, 3 rows on 6 dofs) and a sphere on a vertical slide (3 rows on 1 dof: indeterminate)
 XML = f"""
 <mujoco>
   <option timestep="0.002"/>
@@ -28,6 +30,10 @@ XML = f"""
     </body>
     <body name="ball" pos="0.5 0 {RADIUS}">
       <freejoint/>
+      <geom type="sphere" size="{RADIUS}" mass="0.2"/>
+    </body>
+    <body name="slider" pos="-0.5 0 {RADIUS}">
+      <joint type="slide" axis="0 0 1"/>
       <geom type="sphere" size="{RADIUS}" mass="0.2"/>
     </body>
   </worldbody>
@@ -73,7 +79,7 @@ def _problem(model):
 
 
 @pytest.mark.parametrize("dtype_name", ["float32", "float64"])
-def test_compliance_floor_only_on_the_box_corners_and_only_in_float32(tmp_path, dtype_name):
+def test_compliance_floor_only_on_indeterminate_sets_and_only_in_float32(tmp_path, dtype_name):
     path = tmp_path / "box_and_ball.xml"
     path.write_text(XML)
     dtype = getattr(jnp, dtype_name)
@@ -84,16 +90,18 @@ def test_compliance_floor_only_on_the_box_corners_and_only_in_float32(tmp_path, 
     body = np.maximum(np.asarray(contacts.body_a), np.asarray(contacts.body_b))
     box_slots = np.flatnonzero(active & (body == 1))
     ball_slots = np.flatnonzero(active & (body == 2))
-    assert box_slots.size == 4 and ball_slots.size == 1
+    slider_slots = np.flatnonzero(active & (body == 3))
+    assert box_slots.size == 4 and ball_slots.size == 1 and slider_slots.size == 1
     normal_compliance = np.asarray(problem.compliance).reshape(n, 3)[:, 2]
     normal_diag = np.diagonal(np.asarray(problem.delassus)).reshape(n, 3)[:, 2]
     default = float(model.options.compliance)
     floor, _ = _assembler.round_off_terms(dtype)
+    floored = np.concatenate([box_slots, slider_slots])
     if dtype_name == "float32":
-        np.testing.assert_allclose(normal_compliance[box_slots],
-                                   np.maximum(default, floor * normal_diag[box_slots]), rtol=1e-6)
-        assert np.all(normal_compliance[box_slots] > default)
+        np.testing.assert_allclose(normal_compliance[floored],
+                                   np.maximum(default, floor * normal_diag[floored]), rtol=1e-6)
+        assert np.all(normal_compliance[floored] > default)
     else:
-        np.testing.assert_array_equal(normal_compliance[box_slots], default)
+        np.testing.assert_array_equal(normal_compliance[floored], default)
     # the sphere's single contact is determinate: hard in both dtypes
     np.testing.assert_array_equal(normal_compliance[ball_slots], default)
