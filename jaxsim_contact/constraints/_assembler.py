@@ -46,6 +46,8 @@ DEGENERATE_NORMAL_RATIO = 1e-8
 #: round-off terms of a single-precision hard model (:func:`round_off_terms`), in units of ε
 ROUND_OFF_COMPLIANCE = 1000.0
 ROUND_OFF_SLOP = 8.0
+#: a slot within this many slops (or closing its gap during the step) can carry a force
+TOUCHING_SLOPS = 100.0
 #: dtypes with a larger machine ε get the round-off terms (float32: 1.2e-7; float64: 2.2e-16)
 _ROUND_OFF_EPS = 1e-10
 
@@ -292,15 +294,16 @@ def contact_problem(model: Model, blocks, rows: SlotGeometry, smooth, velocity, 
 
 def _indeterminate_slots(blocks, rows: SlotGeometry, c_now, dt, slop, model: Model):
     """``(n,)`` bool: slots of statically indeterminate contact sets (:func:`round_off_terms`).
-    Only slots that can carry a force this step count — touching to within ``10 s`` or closing
-    their gap during the step: a calf's mesh 0.8 mm above the floor, in the margin, does not make
-    its foot's single contact indeterminate. Two kinds: contact slots sharing their body pair with
+    Only slots that can carry a force this step count — touching to within ``TOUCHING_SLOPS s``
+    (9.5e-5 m in float32) or closing their gap during the step: a calf's mesh 0.8 mm above the
+    floor, in the margin, does not make its foot's single contact indeterminate (at ``10 s`` a
+    humanoid's foot resting on 4 slots 9–13 µm apart was missed and its solve capped). Two kinds: contact slots sharing their body pair with
     another touching slot (a face on 4 corners), and every touching contact slot on a kinematic
     tree whose touching rows (3 per frictional contact, 1 per frictionless contact or limit)
     outnumber its dofs — its rows' Jacobian has rank at most its dof count (a quadruped collapsed
     on its belly with 4 joints at their limits: 19 rows on 18 dofs)."""
     approach = jnp.maximum(-c_now[:, 2], 0.0)
-    touching = rows.active & (rows.distance <= approach * dt + 10.0 * slop)
+    touching = rows.active & (rows.distance <= approach * dt + TOUCHING_SLOPS * slop)
     parts, start = [], 0
     for block in blocks:
         parts.append(block.shares_body_pair(touching[start:start + block.num_slots]))
