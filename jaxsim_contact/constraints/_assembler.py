@@ -297,11 +297,12 @@ def _indeterminate_slots(blocks, rows: SlotGeometry, c_now, dt, slop, model: Mod
     Only slots that can carry a force this step count — touching to within ``TOUCHING_SLOPS s``
     (9.5e-5 m in float32) or closing their gap during the step: a calf's mesh 0.8 mm above the
     floor, in the margin, does not make its foot's single contact indeterminate (at ``10 s`` a
-    humanoid's foot resting on 4 slots 9–13 µm apart was missed and its solve capped). Two kinds: contact slots sharing their body pair with
-    another touching slot (a face on 4 corners), and every touching contact slot on a kinematic
-    tree whose touching rows (3 per frictional contact, 1 per frictionless contact or limit)
-    outnumber its dofs — its rows' Jacobian has rank at most its dof count (a quadruped collapsed
-    on its belly with 4 joints at their limits: 19 rows on 18 dofs)."""
+    humanoid's foot resting on 4 slots 9–13 µm apart was missed and its solve capped). Two
+    kinds: contact slots sharing their body pair with another touching slot (a face on 4
+    corners), and every touching slot — contact or joint limit — on a kinematic tree whose
+    touching rows (3 per frictional contact, 1 per frictionless contact or limit) outnumber its
+    dofs: its rows' Jacobian has rank at most its dof count (a quadruped collapsed on its belly
+    with 4 joints at their limits: 19 rows on 18 dofs)."""
     approach = jnp.maximum(-c_now[:, 2], 0.0)
     touching = rows.active & (rows.distance <= approach * dt + TOUCHING_SLOPS * slop)
     parts, start = [], 0
@@ -322,7 +323,7 @@ def _indeterminate_slots(blocks, rows: SlotGeometry, c_now, dt, slop, model: Mod
     redundant_tree = count > jnp.asarray(tree_dofs)
     on_redundant = ((first >= 0) & redundant_tree[jnp.maximum(first, 0)]) | (
         (second >= 0) & redundant_tree[jnp.maximum(second, 0)])
-    return shared | (on_redundant & touching & is_contact)
+    return shared | (on_redundant & touching)
 
 
 def _kinematic_trees(model: Model) -> tuple[np.ndarray, np.ndarray]:
