@@ -86,6 +86,31 @@ class KinematicTree:
         return self.body_ancestor[body][:, body] if self.nv else np.zeros((0, 0), bool)
 
     @functools.cached_property
+    def body_root(self) -> np.ndarray:
+        """``(nbody,)`` int: the root of each body's kinematic tree — its ancestor-or-self that is a
+        child of the world (0 for the world)."""
+        root = np.zeros(self.nbody, dtype=np.int64)
+        for b in range(1, self.nbody):
+            r = b
+            while self.body_parent[r] != 0:
+                r = self.body_parent[r]
+            root[b] = r
+        return root
+
+    @functools.cached_property
+    def moving_trees(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(tree_of_body (nbody,), dofs_of_tree (ntree,))`` int32: the kinematic trees with at
+        least one dof, numbered in root order, and their dof counts; ``tree_of_body`` is −1 for
+        the world and bodies welded to it."""
+        dofs = np.bincount(self.body_root[np.asarray(self.dof_body, dtype=np.int64)],
+                           minlength=self.nbody) if self.nv else np.zeros(self.nbody, np.int64)
+        roots = [r for r in range(1, self.nbody) if self.body_parent[r] == 0 and dofs[r] > 0]
+        index = np.full(self.nbody, -1, dtype=np.int32)
+        index[roots] = np.arange(len(roots), dtype=np.int32)
+        tree_of_body = np.where(np.arange(self.nbody) > 0, index[self.body_root], -1).astype(np.int32)
+        return tree_of_body, dofs[roots].astype(np.int32)
+
+    @functools.cached_property
     def dof_tree_groups(self) -> tuple[tuple[tuple[int, ...], ...], ...]:
         """The dofs of each kinematic tree (the bodies below one child of the world), trees of
         equal dof count grouped: a tuple of groups, each a tuple of sorted dof-index tuples of
@@ -94,10 +119,7 @@ class KinematicTree:
         (:func:`jaxsim_contact._linalg.grouped_cholesky`)."""
         trees: dict[int, list[int]] = {}
         for dof, body in enumerate(self.dof_body):
-            root = body
-            while self.body_parent[root] != 0:
-                root = self.body_parent[root]
-            trees.setdefault(root, []).append(dof)
+            trees.setdefault(int(self.body_root[body]), []).append(dof)
         by_size: dict[int, list[tuple[int, ...]]] = {}
         for dofs in sorted(trees.values()):
             by_size.setdefault(len(dofs), []).append(tuple(sorted(dofs)))

@@ -58,15 +58,14 @@ def round_off_terms(dtype) -> tuple[float, float]:
     (touching slots sharing a body pair, or on a kinematic tree with more touching rows than dofs:
     :func:`_indeterminate_slots`) in ``dtype``; ``(0, 0)`` in float64.
 
-    Why (issue 42; ``benchmarks/results/float32_compliance_floor.md``): the float32-rounded
-    problem of a face resting on several corners has no exact solution — its ``g`` is not in the
-    range of the rank-deficient ``G`` to better than ε — so the solver drifts along ``G``'s
-    near-null space (the 10-box tower's float32 problems cast to float64 took 463 ADMM iterations).
-    A compliance ``1000 ε G_nn`` (seed 001 §II's compliant contact) bounds that drift; its
-    micrometre sink under load is left to the compliance below the slop ``8 ε`` (9.5e-7 m) instead
-    of being pushed out, and recovered above it by ``10 s`` (:func:`gap_or_push_out`). A
-    quadruped standing on its 4 point feet (12 rows on 18 dofs) is determinate and stays hard: under the floor, a Go2's feet sank 9.5 µm
-    at touch-down and the push-out then lifted the robot by that much, 5.9e-4 J in one step."""
+    Why (issue 42): the float32-rounded problem of a face resting on several corners has no exact
+    solution — its ``g`` is not in the range of the rank-deficient ``G`` to better than ε — so the
+    solver drifts along ``G``'s near-null space until its cap. A compliance ``C ε G_nn`` (seed 001
+    §II's compliant contact) bounds that drift; the small sink it allows under load is left to the
+    compliance below the slop instead of being pushed out, and recovered above it
+    (:func:`gap_or_push_out`). Determinate contacts (a quadruped on its point feet) stay hard: a
+    floored point foot sinks at touch-down and its push-out would lift the robot back, a gain of
+    energy the rigid contact does not have."""
     eps = float(jnp.finfo(dtype).eps)
     if eps <= _ROUND_OFF_EPS:
         return 0.0, 0.0
@@ -195,9 +194,9 @@ def gap_or_push_out(distance: jax.Array, baumgarte: jax.Array, cap: jax.Array, d
 
     ``slop`` (per slot, ≥ 0; :func:`round_off_terms`): an overlap ``δ ≤ s`` is not pushed out, one
     between ``s`` and ``10 s`` by ``δ − s (10 s − δ)/(9 s)`` (continuous, slope 10/9) and a deeper
-    one in full — a dead zone ``δ − s`` shortened a 10 µm push-out by 9.5 % (the float32 step
-    Jacobians then missed float64's by 2.5e-3), and a smooth ``δ − s (s/δ)⁴`` (slope 5 at ``s``)
-    tripled the float32 pile's iterations; ``s = 0`` is the plain rule."""
+    one in full, so a real overlap's push-out (and the step's derivative) is the plain rule's; a
+    gentle slope keeps resting contacts near ``s`` from a stiff response. ``s = 0`` is the plain
+    rule."""
     depth = jnp.maximum(-distance, 0.0)
     if slop is not None:
         safe = jnp.maximum(slop, jnp.finfo(depth.dtype).tiny)
@@ -295,9 +294,8 @@ def contact_problem(model: Model, blocks, rows: SlotGeometry, smooth, velocity, 
 def _indeterminate_slots(blocks, rows: SlotGeometry, c_now, dt, slop, model: Model):
     """``(n,)`` bool: slots of statically indeterminate contact sets (:func:`round_off_terms`).
     Only slots that can carry a force this step count — touching to within ``TOUCHING_SLOPS s``
-    (9.5e-5 m in float32) or closing their gap during the step: a calf's mesh 0.8 mm above the
-    floor, in the margin, does not make its foot's single contact indeterminate (at ``10 s`` a
-    humanoid's foot resting on 4 slots 9–13 µm apart was missed and its solve capped). Two
+    (9.5e-5 m in float32: a resting foot's slots a few µm apart count, a link's mesh a
+    millimetre above the floor, in the margin, does not) or closing their gap during the step. Two
     kinds: contact slots sharing their body pair with another touching slot (a face on 4
     corners), and every touching slot — contact or joint limit — on a kinematic tree whose
     touching rows (3 per frictional contact, 1 per frictionless contact or limit) outnumber its
@@ -310,7 +308,7 @@ def _indeterminate_slots(blocks, rows: SlotGeometry, c_now, dt, slop, model: Mod
         parts.append(block.shares_body_pair(touching[start:start + block.num_slots]))
         start += block.num_slots
     shared = jnp.concatenate(parts)
-    tree_of_body, tree_dofs = _kinematic_trees(model)
+    tree_of_body, tree_dofs = model.tree.moving_trees
     if not tree_dofs.size:
         return shared
     trees = jnp.concatenate([b.slot_trees(model, tree_of_body) for b in blocks])  # (n, 2)
@@ -324,27 +322,6 @@ def _indeterminate_slots(blocks, rows: SlotGeometry, c_now, dt, slop, model: Mod
     on_redundant = ((first >= 0) & redundant_tree[jnp.maximum(first, 0)]) | (
         (second >= 0) & redundant_tree[jnp.maximum(second, 0)])
     return shared | (on_redundant & touching)
-
-
-def _kinematic_trees(model: Model) -> tuple[np.ndarray, np.ndarray]:
-    """Static ``(tree_of_body (nbody,), dofs_of_tree (ntree,))``: each moving body's kinematic tree
-    (the subtree under a child of the world), −1 for the world and bodies welded to it."""
-    tree = model.tree
-    nbody = len(tree.body_parent)
-    root = np.zeros(nbody, np.int64)
-    for b in range(1, nbody):
-        ancestor = b
-        while tree.body_parent[ancestor] != 0:
-            ancestor = tree.body_parent[ancestor]
-        root[b] = ancestor
-    dofs = np.zeros(nbody, np.int64)
-    for body in tree.dof_body:
-        dofs[root[body]] += 1
-    roots = [r for r in range(1, nbody) if tree.body_parent[r] == 0 and dofs[r] > 0]
-    index = {r: i for i, r in enumerate(roots)}
-    tree_of_body = np.asarray([index.get(int(root[b]), -1) if b else -1 for b in range(nbody)],
-                              np.int32)
-    return tree_of_body, np.asarray([dofs[r] for r in roots], np.int32)
 
 
 def _soft_rows(model: Model, blocks, c_now, dt):
