@@ -506,13 +506,48 @@ def test_round_off_floors_closed_form():
     eps = C._problem.ROUND_OFF_ULPS * np.finfo(np.float64).eps
     lam = np.abs(np.asarray(force)).max(axis=1)
     rows = (np.asarray(products) + np.abs(np.asarray(p.free_velocity))).reshape(8, 3).max(axis=1)
-    sigma = (1 + np.asarray(p.friction)) * rows
-    for got, want in zip(floors, [eps * lam, eps * sigma, eps * lam * sigma], strict=True):
+    mu = np.asarray(p.friction)
+    sigma = (1 + mu) * rows
+    weight = np.abs(np.asarray(force)).sum(axis=1) + np.sqrt(2) * mu * np.abs(np.asarray(force)[:, 2])
+    for got, want in zip(floors, [eps * lam, eps * sigma, eps * weight * rows], strict=True):
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
     # inactive contacts have no floor
     inactive = C.ContactProblem(p.delassus, p.free_velocity, p.friction,
                                 active=jnp.arange(8) < 3)
     assert all(np.all(np.asarray(x)[3:] == 0.0) for x in C._problem.round_off_floors(inactive, force, products))
+
+
+def test_complementarity_floor_covers_the_velocity_round_off_it_assumes():
+    """The complementarity floor is the largest change of ``λ · (σ + μ‖σ_T‖ e_N)`` when every row
+    of ``σ`` is off by the ``ε s`` the floors assume (issue 42): sticking contacts, from
+    frictionless to the cone's edge, with a velocity error of that size on each row in the sign
+    that adds up. The bound of earlier versions, ``ε (1 + μ) s |λ|∞``, was exceeded up to 1.9×
+    at the cone's edge (float32 Go2 iterates hovered there and ran to the cap)."""
+    rng = np.random.default_rng(11)
+    n = 64
+    mu = rng.choice([0.3, 1.0, 2.0], n)
+    normal = rng.uniform(0.5, 3.0, n)
+    edge = rng.uniform(0.0, 1.0, n) * mu * normal  # |λ_T| from 0 to the cone's edge
+    angle = rng.uniform(0.0, 2 * np.pi, n)
+    force = np.stack([edge * np.cos(angle), edge * np.sin(angle), normal], axis=1)
+    for dtype in (np.float32, np.float64):
+        G = np.eye(3 * n)
+        products = np.abs(G) @ np.abs(force.reshape(-1))  # |A| |λ| = |λ|
+        g = rng.uniform(-1.0, 1.0, 3 * n)
+        p = C.ContactProblem(jnp.asarray(G, dtype), jnp.asarray(g, dtype), jnp.asarray(mu, dtype))
+        eps = C._problem.ROUND_OFF_ULPS * np.finfo(dtype).eps
+        row = (products + np.abs(g)).reshape(n, 3).max(axis=1)
+        error = (eps * row)[:, None] * np.where(force >= 0, 1.0, -1.0)  # adds up in λ · s
+        floors = C._problem.round_off_floors(p, jnp.asarray(force, dtype), jnp.asarray(products, dtype))
+        # the term at the exact sticking solution (σ = 0) moved by that error, in float64
+        sigma = error
+        s = sigma + np.stack([0 * mu, 0 * mu, mu * np.linalg.norm(sigma[:, :2], axis=1)], axis=1)
+        change = np.abs(np.sum(force * s, axis=1))
+        ratio = change / np.asarray(floors.complementarity, np.float64)
+        assert ratio.max() <= 1.0 + 1e-6, ratio.max()
+        assert ratio.max() >= 0.99  # tight: slots with little tangential force reach it
+        old_bound = eps * (1 + mu) * row * np.abs(force).max(axis=1)
+        assert (change / old_bound).max() > 1.5  # what the earlier bound missed
 
 
 def test_admm_stops_at_the_float32_round_off_floor():
