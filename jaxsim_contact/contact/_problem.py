@@ -731,10 +731,10 @@ def round_off_floors(problem: ContactProblem, force: jax.Array,
       + |g_r|)``: the largest change of ``λ_i · (σ_i + μ_i ‖σ_Ti‖ e_N)`` when each of the three
       rows of ``σ_i`` moves by ``ε s_i`` (every row's force weighs its own velocity error, the
       De Saxcé term adds ``μ_i |λ_Ni| ‖δσ_T‖``). A sticking contact near its cone's edge has
-      ``‖λ‖₁ + √2 μ |λ_N|`` up to twice ``(1 + μ) |λ|∞`` (``μ = 1``); with the latter, the
-      bound of earlier versions, float32 ADMM iterates of a standing Go2 whose feet stuck with
-      tangential forces ~0.4 of their normal ones hovered 1.1–1.4× above it and ran to the cap.
-      A box slot's factor is at least its bound, the scale of its term. Per contact and row, so
+      ``‖λ‖₁ + √2 μ |λ_N|`` up to twice ``(1 + μ) |λ|∞`` (``μ = 1``): a floor scaled by the
+      latter rejects iterates whose only error is that round-off (why:
+      ``benchmarks/results/float32_iterations.md``). A box slot's factor is at least its
+      bound, the scale of its term. Per contact and row, so
       that lightly loaded contacts are held to their own scale (a pile's top cubes are not
       excused by its bottom cubes' forces).
 
@@ -756,11 +756,11 @@ def round_off_floors(problem: ContactProblem, force: jax.Array,
     # a box slot's complementarity term (b − |λ|) |σ| is scaled by its bound b, not by λ
     lam = jnp.where(active, jnp.maximum(jnp.max(jnp.abs(force), axis=-1), problem.bound), 0.0)
     row_scale = (abs_products + jnp.abs(problem.free_velocity)).reshape(n, 3)
-    row_scale = jnp.where(active, jnp.max(row_scale, axis=-1), 0.0)
-    sigma = (1.0 + problem.friction) * row_scale
+    slot_scale = jnp.where(active, jnp.max(row_scale, axis=-1), 0.0)  # s_i
+    sigma = (1.0 + problem.friction) * slot_scale
     weight = jnp.sum(jnp.abs(force), axis=-1) + jnp.sqrt(2.0) * problem.friction * jnp.abs(force[..., 2])
     weight = jnp.where(active, jnp.maximum(weight, problem.bound), 0.0)
-    return Residuals(eps * lam, eps * sigma, eps * weight * row_scale)
+    return Residuals(eps * lam, eps * sigma, eps * weight * slot_scale)
 
 
 def sanitize_problem(problem: ContactProblem) -> tuple[ContactProblem, jax.Array]:

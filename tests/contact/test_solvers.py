@@ -519,8 +519,8 @@ def test_round_off_floors_closed_form():
 
 def test_complementarity_floor_covers_the_velocity_round_off_it_assumes():
     """The complementarity floor is the largest change of ``λ · (σ + μ‖σ_T‖ e_N)`` when every row
-    of ``σ`` is off by the ``ε s`` the floors assume (issue 42): sticking contacts, from
-    frictionless to the cone's edge, with a velocity error of that size on each row in the sign
+    of ``σ`` is off by the ``ε s`` the floors assume (issue 42): sticking contacts, from no
+    tangential force to the cone's edge, with a velocity error of that size on each row in the sign
     that adds up. The bound of earlier versions, ``ε (1 + μ) s |λ|∞``, was exceeded up to 1.9×
     at the cone's edge (float32 Go2 iterates hovered there and ran to the cap)."""
     rng = np.random.default_rng(11)
@@ -540,8 +540,8 @@ def test_complementarity_floor_covers_the_velocity_round_off_it_assumes():
         error = (eps * row)[:, None] * np.where(force >= 0, 1.0, -1.0)  # adds up in λ · s
         floors = C._problem.round_off_floors(p, jnp.asarray(force, dtype), jnp.asarray(products, dtype))
         # the term at the exact sticking solution (σ = 0) moved by that error, in float64
-        sigma = error
-        s = sigma + np.stack([0 * mu, 0 * mu, mu * np.linalg.norm(sigma[:, :2], axis=1)], axis=1)
+        s = error.copy()
+        s[:, 2] += mu * np.linalg.norm(error[:, :2], axis=1)  # De Saxcé
         change = np.abs(np.sum(force * s, axis=1))
         ratio = change / np.asarray(floors.complementarity, np.float64)
         assert ratio.max() <= 1.0 + 1e-6, ratio.max()
