@@ -12,7 +12,7 @@ second half of the largest generalized speed ``max |v|`` (the rest-state velocit
 
     python benchmarks/probes/float32_collapsed_robot.py --floors 1000 3000 10000 30000 --steps 1000
 
-Writes ``benchmarks/results/float32_collapsed_robot.{json,md}`` (rows of the same float / dtype
+Writes ``benchmarks/results/float32_collapsed_robot.{json,md}`` (rows of the same floor / dtype
 replaced; the hand-written reading at the end of the .md is kept).
 """
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -110,8 +109,7 @@ def main(argv=None) -> int:
     jobs += [("float32", f"{f:g}") for f in args.floors]
     for dtype, floor in jobs:
         out = subprocess.run([sys.executable, __file__, "--child", dtype, floor, "--robot", args.robot,
-                              "--steps", str(args.steps)], capture_output=True, text=True,
-                             env=dict(os.environ))
+                              "--steps", str(args.steps)], capture_output=True, text=True)
         row = [json.loads(line[4:]) for line in out.stdout.splitlines() if line.startswith("ROW ")]
         if not row:
             print(out.stderr[-2000:], file=sys.stderr)
