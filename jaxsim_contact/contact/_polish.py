@@ -14,8 +14,11 @@ conditions are affine in ``λ``::
     box       σ_N = 0 inside the bound, λ_N = ±bound at it;   bilateral  σ_i = 0
 
 i.e. ``C_λ λ + C_σ (A λ + g) + c = 0`` (``c``: the box bounds), one linear system ``M λ = −(C_σ g + c)``
-with the implicit rule's matrix ``M = C_λ + C_σ A``, solved in the minimum-norm least-squares sense
-on the non-breaking contacts (breaking ones stay 0). The result is projected onto the feasible set
+with the implicit rule's matrix ``M = C_λ + C_σ A``, solved on the non-breaking contacts (breaking
+ones stay 0) for the minimum-norm least-squares *correction* of the iterate: on a hyperstatic set
+``M`` is singular and the conditions leave the force distribution free, so the iterate's own
+distribution is kept (a solution is a fixed point of the step) rather than replaced by the
+minimum-norm one. The result is projected onto the feasible set
 and kept only if its criterion (seed 001 eq. 15) is lower than the solver's best; the modes are
 re-read from it and the step repeated — up to :data:`POLISH_ITERATIONS` times, until the tolerance,
 or until an iterate after the first fails to lower the criterion of the one before (a Newton
@@ -65,7 +68,11 @@ def _polish_step(problem: ContactProblem, force: jax.Array, formulation: str,
     # one pseudo-inverse of the whole system (pinned rows zeroed), not the implicit rule's tiers
     # of smaller blocks: the polish runs on rare capped steps, and each tier is one more SVD to
     # compile in every step
-    new = _block_solve(system, free, -rhs.reshape(3 * n), contacts=n, transpose=False).reshape(n, 3)
+    # the correction from the iterate (not the minimum-norm solution): on a hyperstatic set the
+    # conditions leave the force distribution free, and the iterate's distribution is kept
+    start = jnp.where(free[:, None], force, 0.0).reshape(3 * n)
+    residual = -rhs.reshape(3 * n) - system.matvec(start)
+    new = (start + _block_solve(system, free, residual, contacts=n, transpose=False)).reshape(n, 3)
     new = problem.project(new)
     return jnp.where(problem.active[:, None], new, 0.0)
 

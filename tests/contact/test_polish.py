@@ -97,3 +97,23 @@ def test_polish_option_is_validated():
     with pytest.raises(ValueError, match="polish"):
         jc.contact.ADMM(polish="yes")
     assert jc.contact.ADMM().polish and not jc.contact.ADMM(polish=False).polish
+
+
+def test_a_solution_of_a_hyperstatic_set_is_a_fixed_point_of_the_polish_step():
+    # a cube resting on four corners: 12 rows on 6 dofs, so sticking solutions form a family. The
+    # active-set Newton step solves for the correction of its iterate, so any member of the family
+    # is kept as it is, not replaced by the family's minimum-norm member
+    from jaxsim_contact.contact._polish import _polish_step
+
+    problem = B.cube_on_plane(velocity=(0.0, 0.0, 0.0)).problem(0.01)
+    solver = default_step_solver().replace(max_iterations=2000, tolerance=1e-12)
+    force = np.asarray(jax.jit(lambda p: jc.contact.solve(p, solver))(problem).force)
+    _, singular, vt = np.linalg.svd(np.asarray(problem.compliant_delassus))
+    null = vt[singular < 1e-9 * singular[0]]
+    assert null.shape[0] == 6  # the statically indeterminate directions
+    direction = null[0].reshape(force.shape)
+    other = force + 0.1 * np.abs(force).max() * direction / np.abs(direction).max()
+    assert _criterion(problem, jnp.asarray(other)) <= 1e-12  # inside the cones: also a solution
+    assert np.abs(other - force).max() > 0.2  # a different member of the family
+    stepped = _polish_step(problem, jnp.asarray(other), "ncp", jnp.asarray(TOLERANCE))
+    np.testing.assert_allclose(np.asarray(stepped), other, atol=1e-12)
