@@ -18,11 +18,10 @@ with the implicit rule's matrix ``M = C_λ + C_σ A``, solved on the non-breakin
 ones stay 0) for the minimum-norm least-squares *correction* of the iterate: on a hyperstatic set
 ``M`` is singular and the conditions leave the force distribution free, so the iterate's own
 distribution is kept (a solution is a fixed point of the step) rather than replaced by the
-minimum-norm one. The result is projected onto the feasible set
-and kept only if its criterion (seed 001 eq. 15) is lower than the solver's best; the modes are
-re-read from it and the step repeated — up to :data:`POLISH_ITERATIONS` times, until the tolerance,
-or until an iterate after the first fails to lower the criterion of the one before (a Newton
-iteration on the NCP's active set: exact in one step when the guessed modes are right; one that
+minimum-norm one. The result is projected onto the feasible set and kept only if its criterion
+(seed 001 eq. 15) is lower than the solver's best; the modes are re-read from it and the step
+repeated — up to :data:`POLISH_ITERATIONS` times, until the tolerance, or until an iterate after
+the first fails to lower the criterion of the one before (a Newton iteration on the NCP's active set: exact in one step when the guessed modes are right; one that
 stops improving has the wrong modes, and under ``vmap`` every lane pays the longest polish).
 """
 
