@@ -21,8 +21,9 @@ distribution is kept (a solution is a fixed point of the step) rather than repla
 minimum-norm one. The result is projected onto the feasible set and kept only if its criterion
 (seed 001 eq. 15) is lower than the solver's best; the modes are re-read from it and the step
 repeated — up to :data:`POLISH_ITERATIONS` times, until the tolerance, or until an iterate after
-the first fails to lower the criterion of the one before (a Newton iteration on the NCP's active set: exact in one step when the guessed modes are right; one that
-stops improving has the wrong modes, and under ``vmap`` every lane pays the longest polish).
+the first fails to lower the criterion of the one before (a Newton iteration on the NCP's active
+set: exact in one step when the guessed modes are right; one that stops improving has the wrong
+modes, and under ``vmap`` every lane pays the longest polish).
 """
 
 from __future__ import annotations
