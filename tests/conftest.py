@@ -3,22 +3,9 @@ changes global JAX config."""
 
 import os
 
-# XLA:CPU's multi-threaded Eigen pool was seen to wedge (every thread waiting on a futex, the main
-# thread in BlockUntilReady) on the vmapped eigh/while-loop graphs of
-# tests/contact/test_solvers.py::test_staggered_stalls_on_dense_random (now
-# ::test_staggered_stalls_on_a_hyperstatic_random_problem): twice in full-suite runs
-# (CI timed out), never in 9 local runs of that module alone. The same signature is reported
-# upstream for vmapped CPU graphs and disappears with this flag (single-threaded Eigen inside one
-# op; JAX still runs independent ops concurrently). Must be set before the CPU backend starts.
-#
-# --xla_backend_optimization_level=0: LLVM without optimisation passes. Most of the suite's time is
-# XLA:CPU compiling many small programs once; this cuts it by about a quarter
-# (tests/constraints/test_derivative_gate.py: 665 s -> 489 s on one core). Compiled programs
-# compute the same values to rounding but not bit for bit, so tests/golden.py records its
-# trajectories under the same flags. (--xla_cpu_use_fusion_emitters=false would save more, but
-# miscompiled an EPA query once: docs/sharp_bits.md.) It once made a jnp.max derivative 0/0 (FMA
-# contraction differing between two fusions that recompute the same value; docs/sharp_bits.md).
-SUITE_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false --xla_backend_optimization_level=0"
+# The suite's XLA flags (why each: tests/suite_flags.py). Must be set before the CPU backend starts.
+from suite_flags import SUITE_XLA_FLAGS
+
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + SUITE_XLA_FLAGS).strip()
 
 # One persistent compilation cache for the whole run, shared by the xdist workers and the
@@ -43,9 +30,19 @@ if _worker.startswith("gw") and hasattr(os, "sched_setaffinity"):
     _cores = sorted(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {_cores[int(_worker[2:]) % len(_cores)]})
 
+import gc
+
 import jax
 
 jax.config.update("jax_enable_x64", True)
+
+# Tracing a program allocates millions of short-lived objects, and with Python's default
+# thresholds (700, 10, 10) the cyclic collector runs thousands of times per module, its full
+# collections walking every live object of the worker (jaxprs, caches, modules): 2.0 s of the
+# 11 s trace of a 100-step rollout's gradient, 37 s of two compile-bound modules' 349 s. Fewer,
+# larger collections; reference counting still frees almost everything at once, and each module
+# ends with an explicit gc.collect() (below).
+gc.set_threshold(50_000, 20, 100)
 
 import pytest
 
@@ -70,8 +67,6 @@ def _release_compiled_executables():
     compiling. ``jax.clear_caches()`` plus a collection returns the mappings.
     """
     yield
-    import gc
-
     jax.clear_caches()
     gc.collect()
 

@@ -9,7 +9,8 @@ Bits depend on the machine: XLA:CPU compiles for the host's vector units (AVX-51
 reduction orders and FMA contractions), and jaxlib's version changes the compiler. The same code gave
 other bits on the two CPU types CI has run on (panda's ``q`` by 1e-17, the chaotic humanoid's by 1e-5
 after 100 steps). So :func:`machine_key` fingerprints the floating-point path (jaxlib version, the
-XLA flags, the CPU's SIMD features, and the digest of a small canary program), and
+XLA flags, the CPU's SIMD features, the digest of a small canary program, and the number of cores
+the process may use — the script pins itself to one core, as the suite's workers are), and
 ``tests/test_golden.py``:
 
 - on a machine with recorded digests, requires every array **bit for bit**;
@@ -162,8 +163,9 @@ def _canary():
 
 def machine_key() -> str:
     """Fingerprint of this machine's float64 arithmetic as the suite compiles it: ``jaxlib``'s
-    version, the XLA flags, the CPU's architecture and SIMD features, and the digest of
-    :func:`_canary`'s result (12 hex digits of their SHA-256)."""
+    version, the XLA flags, the CPU's architecture and SIMD features, the digest of
+    :func:`_canary`'s result and the number of cores the process may use (12 hex digits of their
+    SHA-256)."""
     import platform
 
     import jaxlib
@@ -174,8 +176,12 @@ def machine_key() -> str:
         cpu_flags = set()
     # the flags as a set: the suite's workers inherit XLA_FLAGS with the suite's flags appended again
     xla_flags = " ".join(sorted(set(os.environ.get("XLA_FLAGS", "").split())))
+    # the cores this process may use: XLA:CPU's legacy emitters split large loops over its thread
+    # pool, and the humanoid's step Jacobian differs by 6e-14 between one core (the suite's pinned
+    # workers) and two
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     parts = [jaxlib.__version__, xla_flags, platform.machine(),
-             ",".join(f for f in _SIMD_FEATURES if f in cpu_flags), digest(_canary())]
+             ",".join(f for f in _SIMD_FEATURES if f in cpu_flags), digest(_canary()), str(cores)]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
 
 
@@ -245,9 +251,13 @@ if __name__ == "__main__":
                         help="add this machine's digests (code unchanged, new CPU or jaxlib)")
     parser.add_argument("--scenes", nargs="*", default=list(SCENES), choices=SCENES)
     args = parser.parse_args()
-    # the suite's XLA settings (tests/conftest.py)
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                               + " --xla_cpu_multi_thread_eigen=false --xla_backend_optimization_level=0").strip()
+    # one core, as each of the suite's xdist workers is pinned (tests/conftest.py): see machine_key
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    # the suite's XLA settings (tests/suite_flags.py, set by tests/conftest.py)
+    from suite_flags import SUITE_XLA_FLAGS
+
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + SUITE_XLA_FLAGS).strip()
     import jax
 
     jax.config.update("jax_enable_x64", True)

@@ -4,10 +4,11 @@ and exits 0; a second run is served by the persistent compilation cache and says
 
 (The README's second command, the test suite from a clean clone, is what ``.ci/run`` runs.)
 The virtual environment sees this interpreter's packages (``--system-site-packages`` and, when this
-interpreter is itself a venv, a ``.pth`` naming its site directories; its pip too)
-and installs the clone with ``--no-deps``: the dependencies are the suite's own. pip builds the
-package as the README's command does, with build isolation (the build backend, ``setuptools>=77``,
-comes from the package index, as for ``.ci/run``).
+interpreter is itself a venv, a ``.pth`` naming its site directories; its pip too) and installs
+the clone with ``--no-deps``: the dependencies are the suite's own. pip builds the package as the
+README's command does, with build isolation (the build backend, ``setuptools>=77``, comes from the
+package index, as for ``.ci/run``). The demo runs without the suite's XLA flags
+(``tests/suite_flags.py``): it is the suite's test of the compiler configuration users have.
 """
 
 from __future__ import annotations
@@ -52,8 +53,10 @@ def installed(tmp_path_factory):
     parents = [path for path in site.getsitepackages() if Path(path).is_dir()]
     (purelib / "zz_suite_site_packages.pth").write_text(
         "".join(f"import site; site.addsitedir({path!r})\n" for path in parents))
+    # not the suite's cache, nor its XLA flags (tests/suite_flags.py): the demo compiles as it does
+    # for a newcomer, with XLA's default CPU emitters and optimisation
     env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("JAX_", "PYTHONPATH", "JC_SUITE"))}  # the suite's cache, not ours
+           if not key.startswith(("JAX_", "XLA_", "PYTHONPATH", "JC_SUITE"))}
     env.update(HOME=str(base / "home"), PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
     pip = _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps", "-e", "."],
                cwd=clone, env=env)

@@ -1,11 +1,14 @@
 """Compile time and run time with and without ``--xla_cpu_use_fusion_emitters=false``, in one run.
 
-The flag is measured, not used: with it XLA 0.10.2 miscomputed one EPA query of the property
-tests (``docs/sharp_bits.md``, "Compile time on CPU").
+Three settings: no flag (``default``), the legacy emitters under LLVM's default optimisation
+(``fast``), and the legacy emitters with ``--xla_backend_optimization_level=0`` (``fast+O0``, the
+test suite's configuration, ``tests/suite_flags.py``). The library sets no XLA flag
+(``docs/sharp_bits.md``, "Compile time on CPU", for an EPA query the legacy emitters once got
+wrong).
 
 Each setting runs in its own child process (XLA reads ``XLA_FLAGS`` once per process), pinned to
-one core, alternating ``default, fast, default, fast, ...`` for ``--rounds`` rounds so that drift
-of a shared machine hits both alike. A child measures, with CPU time of its process:
+one core, alternating ``default, fast, fast+O0, default, ...`` for ``--rounds`` rounds so that drift
+of a shared machine hits all alike. A child measures, with CPU time of its process:
 
 * ``distance``: ``jit(vmap(jc.collision.distance))`` (Nesterov GJK + EPA, float64) over 1024
   random poses of an ellipsoid pair and of a pair of 100-point hulls — compile time (lowering
@@ -14,7 +17,7 @@ of a shared machine hits both alike. A child measures, with CPU time of its proc
   (with the ``bench`` extra) and the Go2 at batch 32, 20 steps — compile time (first call minus a
   steady call) and env-steps/s (median of 3).
 
-    PYTHONPATH=. python benchmarks/probes/xla_fusion_emitters.py     # ~8 minutes on one core
+    PYTHONPATH=. python benchmarks/probes/xla_fusion_emitters.py     # ~12 minutes on one core
     PYTHONPATH=. python benchmarks/probes/xla_fusion_emitters.py --rounds 1 --scenes tower
 
 Writes ``benchmarks/results/xla_fusion_emitters.{json,md}``.
@@ -32,7 +35,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent  # benchmarks/ (this probe lives in benchmarks/probes)
-SETTINGS = {"default": "", "fast": "--xla_cpu_use_fusion_emitters=false"}
+SETTINGS = {"default": "", "fast": "--xla_cpu_use_fusion_emitters=false",
+            # the test suite's compiler configuration (tests/suite_flags.py, less its Eigen flag)
+            "fast+O0": "--xla_cpu_use_fusion_emitters=false --xla_backend_optimization_level=0"}
 
 
 def child(scenes: list[str]) -> dict:
@@ -91,24 +96,31 @@ def render(report: dict) -> str:
         f"`{report['command']}` — {report['date']}, {report['machine']}, jax {report['jax']}; "
         f"each setting in its own process pinned to one core, CPU time, {len(rounds)} alternating "
         "rounds (one column per round). `fast` = `--xla_cpu_use_fusion_emitters=false` "
-        "(XLA's older LLVM emitters), `default` = no flag. Not used by the engine: with it one EPA query "
-        "of the property tests came out wrong (`docs/sharp_bits.md`, \"Compile time on CPU\").",
+        "(XLA's older LLVM emitters) at LLVM's default optimisation, `fast+O0` = the same with "
+        "`--xla_backend_optimization_level=0` (the test suite's configuration, `tests/suite_flags.py`), "
+        "`default` = no flag. The library sets no XLA flag (`docs/sharp_bits.md`, \"Compile time on "
+        "CPU\").",
         "",
-        "| program | quantity | default | fast | fast / default (means) |",
-        "|---|---|---|---|---|",
     ]
+    settings = [s for s in SETTINGS if s in rounds[0]]
+    others = settings[1:]
+    lines.append("| program | quantity | " + " | ".join(settings) + " | "
+                 + " | ".join(f"{s} / default (means)" for s in others) + " |")
+    lines.append("|---|---|" + "---|" * (len(settings) + len(others)))
 
     def row(kind, name, key, label):
         def values(setting):
             return [r[setting][kind][name][key] for r in rounds if name in r[setting][kind]]
 
-        d, f = values("default"), values("fast")
-        if not d:
+        columns = {s: values(s) for s in settings}
+        if not columns["default"]:
             return
         mean = lambda x: sum(x) / len(x)  # noqa: E731
         fmt = lambda xs: ", ".join(f"{x:,.3g}" for x in xs)  # noqa: E731
-        ratio = f"{mean(f) / mean(d):.2f}" if mean(d) else "—"
-        lines.append(f"| {kind} {name} | {label} | {fmt(d)} | {fmt(f)} | {ratio} |")
+        base = mean(columns["default"])
+        ratios = [f"{mean(columns[s]) / base:.2f}" if base else "—" for s in others]
+        lines.append(f"| {kind} {name} | {label} | " + " | ".join(fmt(columns[s]) for s in settings)
+                     + " | " + " | ".join(ratios) + " |")
 
     for name in rounds[0]["default"]["distance"]:
         row("distance", name, "compile_s", "compile (s)")

@@ -137,7 +137,9 @@ def test_implicit_jacobians_match_finite_differences(formulation):
 
     Jf, lam = jacfwd(G, g, mu, R)
     Jr, lam_r = jacrev(G, g, mu, R)
-    np.testing.assert_array_equal(lam, lam_r)
+    # both programs run the same solve; XLA fuses them differently, so they agree to round-off
+    # (1e-12 of the force scale, far below the solver's tolerance), not bit for bit
+    np.testing.assert_allclose(lam, lam_r, rtol=0, atol=1e-12 * float(jnp.max(jnp.abs(lam))))
     # the solver found the manufactured solution, in the intended modes
     np.testing.assert_allclose(lam, lam_true.reshape(lam.shape), atol=1e-7)
     modes = jax.vmap(lambda G, g, mu, R, f: C.contact_modes(

@@ -46,9 +46,20 @@ def test_queue_gives_the_vmapped_solution(name):
     assert len(np.unique(iterations // 3)) >= 3
     np.testing.assert_array_equal(queued.iterations, reference.iterations)
     np.testing.assert_array_equal(queued.converged, reference.converged)
+    # same iterations; values the same to round-off of each problem's force and velocity scale (a
+    # sticking contact's velocity and the residuals are ~1e-10 differences of O(1) quantities: their
+    # last digits are round-off of those). Bit for bit is not a contract: XLA fuses the two programs
+    # differently (under the suite's legacy CPU emitters they differ at 1e-14).
+    magnitude = np.maximum(np.abs(np.asarray(reference.force)), np.abs(np.asarray(reference.velocity)))
+    scale = np.max(magnitude, axis=(1, 2), initial=0.0, where=np.isfinite(magnitude))
     for field in ("force", "velocity", "criterion", "rho", "primal", "dual", "complementarity"):
-        np.testing.assert_allclose(getattr(queued, field), getattr(reference, field),
-                                   rtol=1e-12, atol=1e-14, err_msg=field)
+        for k, (got, want) in enumerate(zip(np.asarray(getattr(queued, field)),
+                                            np.asarray(getattr(reference, field)))):
+            # jc.step's ADMM rescales ρ by √(primal / dual) of two ~1e-10 residuals: ρ carries
+            # their relative round-off (1e-5 in the sticking velocity above), not the forces'
+            rtol = 1e-5 if field == "rho" else 1e-12
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-12 * scale[k],
+                                       err_msg=f"{field} of problem {k}")
     assert not bool(queued.converged[5]) and float(jnp.max(jnp.abs(queued.force[5]))) == 0.0
     assert float(jnp.max(jnp.abs(queued.force[2, 1]))) == 0.0
     if name.startswith("admm"):
