@@ -25,7 +25,7 @@ from jaxsim_contact.collision._geoms import hull_shape
 from jaxsim_contact.collision._hfield import point_prism_distance, prism_vertices
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dynamics"))
-from mujoco_comparison import FAST_COMPILE, assert_derivatives_match_central_differences  # noqa: E402
+from mujoco_comparison import assert_derivatives_match_central_differences  # noqa: E402
 
 
 def _field_xml(nrow, ncol, size, elevation, bodies, extra_asset="", option="", field_pose=""):
@@ -45,7 +45,7 @@ def _narrow(model):
     def contacts(m, q):
         kin = jc.dynamics.forward_kinematics(m, q)
         return jc.collision.narrow_phase(m, m.collision, kin.body_pos, kin.body_quat, jnp.asarray(0.0))
-    return jax.jit(contacts, compiler_options=FAST_COMPILE)
+    return jax.jit(contacts)
 
 
 def test_point_prism_distance_outside_equals_gjk_and_inside_is_the_depth_below_the_surface():
@@ -161,7 +161,7 @@ def test_ball_rolls_down_a_sloped_height_field_as_the_analytic_solution(tmp_path
     x0 = 1.0
     q0 = jnp.asarray([x0, 0.3, np.tan(theta) * (x0 + half) + radius / np.cos(theta), 1.0, 0, 0, 0])
     steps = 250
-    final, _ = jax.jit(jc.rollout, compiler_options=FAST_COMPILE)(model, jc.init(model, q=q0), jnp.zeros((steps, 0)))
+    final, _ = jax.jit(jc.rollout)(model, jc.init(model, q=q0), jnp.zeros((steps, 0)))
     assert int(final.error) == 0
     travelled = np.asarray(final.q[:3] - q0[:3])
     expected = 0.5 * (5.0 / 7.0) * 9.81 * np.sin(theta) * (steps * 0.002) ** 2
@@ -273,7 +273,7 @@ def test_feet_started_in_the_ground_are_pushed_out_of_a_height_field(tmp_path):
     data = mujoco.MjData(mj)
     mujoco.mj_forward(mj, data)
     assert min(c.dist for c in data.contact[:data.ncon]) < -0.02  # buried at the start
-    final, trajectory = jax.jit(jc.rollout, compiler_options=FAST_COMPILE)(
+    final, trajectory = jax.jit(jc.rollout)(
         model, jc.init(model), jnp.zeros((100, 0)))
     assert int(final.error) == 0
     assert float(trajectory.contact.penetration[-1]) < 5e-4

@@ -25,7 +25,7 @@ from jaxsim_contact.dynamics._kinematics import forward_kinematics
 from jaxsim_contact._types import GeomType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dynamics"))
-from mujoco_comparison import FAST_COMPILE, assert_derivatives_match_central_differences  # noqa: E402
+from mujoco_comparison import assert_derivatives_match_central_differences  # noqa: E402
 
 MJX_DATA = Path(mujoco.__file__).parent / "mjx" / "test_data"
 MJ_GEOM = {GeomType.PLANE: mujoco.mjtGeom.mjGEOM_PLANE, GeomType.SPHERE: mujoco.mjtGeom.mjGEOM_SPHERE,
@@ -77,8 +77,7 @@ def test_primitive_rays_equal_mju_rayGeom(geom_type):
     pos = np.concatenate([pos, np.zeros((len(grazing), 3))])
     rot = np.concatenate([rot, np.tile(np.eye(3), (len(grazing), 1, 1))])
     size = np.concatenate([size, np.ones((len(grazing), 3))])
-    cast = jax.jit(jax.vmap(lambda o, d, p, r, s: ray_geom(o, d, p, r, s, geom_type)),
-                   compiler_options=FAST_COMPILE)
+    cast = jax.jit(jax.vmap(lambda o, d, p, r, s: ray_geom(o, d, p, r, s, geom_type)))
     distance, hit = cast(origin, direction, pos, rot, size)
     reference = np.array([mujoco.mju_rayGeom(pos[i], rot[i].ravel(), size[i], origin[i], direction[i],
                                              int(MJ_GEOM[geom_type])) for i in range(len(origin))])
@@ -139,7 +138,7 @@ def test_scene_rays_equal_mj_ray(tmp_path, include_static):
         return ray_scene(model, kinematics.body_pos, kinematics.body_quat, origin, direction,
                          exclude_body=exclude, include_static=include_static)
 
-    cast = jax.jit(jax.vmap(cast, in_axes=(None, 0, 0, 0)), compiler_options=FAST_COMPILE)
+    cast = jax.jit(jax.vmap(cast, in_axes=(None, 0, 0, 0)))
     data = mujoco.MjData(mj)
     hit_geoms = set()
     for _ in range(3):
@@ -185,8 +184,7 @@ def test_hfield_sides_surface_and_base_equal_mj_rayHfield():
     local_direction = rng.normal(size=(count, 3))
     local_direction[: count // 2, 2] *= 0.1
     origin, direction = pos + local_origin @ rot.T, local_direction @ rot.T
-    cast = jax.jit(jax.vmap(lambda o, d: ray_hfield(o, d, pos, rot, mj.hfield_size[0], elevation)),
-                   compiler_options=FAST_COMPILE)
+    cast = jax.jit(jax.vmap(lambda o, d: ray_hfield(o, d, pos, rot, mj.hfield_size[0], elevation)))
     distance, hit = cast(origin, direction)
     reference, kinds = np.empty(count), {"side": 0, "top": 0, "bottom": 0}
     normal = np.zeros(3)
@@ -275,7 +273,7 @@ def test_rangefinders_equal_mujoco(source):
             int(mj.hfield_nrow[0]), int(mj.hfield_ncol[0])))
     chosen = tuple(i for i, kind in enumerate(model.sensors.kind) if kind == "rangefinder")
     assert len(chosen) == {"sensor": 2, "testdata": 1}[source]
-    read = jax.jit(lambda state: jc.sensors(model, state, select=chosen), compiler_options=FAST_COMPILE)
+    read = jax.jit(lambda state: jc.sensors(model, state, select=chosen))
     readings = []
     for data, state in _rangefinder_states(mj, model, rng, 5):
         expected = np.array([data.sensordata[mj.sensor_adr[i]] for i in chosen])
@@ -303,5 +301,5 @@ def test_rangefinder_cutoff_and_transparent_geoms(tmp_path):
     mujoco.mj_forward(mj, data)
     model = jc.load(path)
     np.testing.assert_allclose(data.sensordata, [0.5, -0.5, 2.0, -1.0])
-    read = jax.jit(lambda state: jc.sensors(model, state), compiler_options=FAST_COMPILE)
+    read = jax.jit(lambda state: jc.sensors(model, state))
     np.testing.assert_allclose(read(jc.init(model)), data.sensordata, atol=1e-12)

@@ -10,12 +10,6 @@ import numpy as np
 
 import jaxsim_contact as jc
 
-#: XLA:CPU compiles these small programs several times faster without LLVM optimisation and
-#: fusion emitters; the values agree to rounding (tests/dynamics/test_tendons.py)
-FAST_COMPILE = ({"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
-                if jax.default_backend() == "cpu" else None)
-
-
 def assert_trajectory_equals_mujoco(mj, model: jc.Model, q0, v0, ctrl, steps: int,
                                     act0=None, atol: float = 1e-8) -> None:
     """``steps`` steps of ``mj_step`` and of ``jc.rollout`` from ``(q0, v0, act0)`` with constant
@@ -30,7 +24,7 @@ def assert_trajectory_equals_mujoco(mj, model: jc.Model, q0, v0, ctrl, steps: in
         reference.append(np.concatenate([data.qpos, data.qvel] + ([data.act] if act0 is not None else [])))
     state = jc.init(model, q=jnp.asarray(q0), v=jnp.asarray(v0),
                     act=None if act0 is None else jnp.asarray(act0))
-    final, trajectory = jax.jit(jc.rollout, compiler_options=FAST_COMPILE)(
+    final, trajectory = jax.jit(jc.rollout)(
         model, state, jnp.tile(jnp.asarray(ctrl), (steps, 1)))
     assert int(final.error) == 0
     parts = [trajectory.q, trajectory.v] + ([trajectory.act] if act0 is not None else [])
@@ -43,9 +37,9 @@ def assert_derivatives_match_central_differences(function, inputs, steps, rtol: 
     each other (1e-10) and with central differences of step ``steps[i]`` (``rtol``), both relative
     to the largest entry of the finite-difference Jacobian, which must not be zero."""
     argnums = tuple(range(len(inputs)))
-    forward = jax.jit(jax.jacfwd(function, argnums=argnums), compiler_options=FAST_COMPILE)(*inputs)
-    reverse = jax.jit(jax.jacrev(function, argnums=argnums), compiler_options=FAST_COMPILE)(*inputs)
-    evaluate = jax.jit(function, compiler_options=FAST_COMPILE)
+    forward = jax.jit(jax.jacfwd(function, argnums=argnums))(*inputs)
+    reverse = jax.jit(jax.jacrev(function, argnums=argnums))(*inputs)
+    evaluate = jax.jit(function)
     for argnum, eps in enumerate(steps):
         base = inputs[argnum]
         columns = []

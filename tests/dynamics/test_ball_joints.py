@@ -30,7 +30,7 @@ from jaxsim_contact.constraints import slot_ranges
 from jaxsim_contact.constraints._ball_limit_rows import ball_angles, ball_limit_rows
 from jaxsim_contact.dynamics._rnea import actuator_forces, actuator_terms
 from jaxsim_contact.io import ModelError
-from mujoco_comparison import (FAST_COMPILE, assert_derivatives_match_central_differences,
+from mujoco_comparison import (assert_derivatives_match_central_differences,
                                assert_trajectory_equals_mujoco)
 
 PENDULA = pathlib.Path(mujoco.__file__).parent / "mjx" / "test_data" / "pendula.xml"
@@ -123,8 +123,7 @@ def test_pendula_loads_and_its_actuators_equal_mujoco():
     assert model.actuator_in_parent == (False,) * 9 + (True, True)
     assert slot_ranges(model)["ball_limits"] == slice(12, 13)  # joint1, "range 0 35"
     terms = jax.jit(lambda q, v, u: (actuator_terms(model, q, v, u), actuator_forces(model, q, v, u),
-                                     jax.jacfwd(lambda w: actuator_terms(model, q, w, u)[1])(v)),
-                    compiler_options=FAST_COMPILE)
+                                     jax.jacfwd(lambda w: actuator_terms(model, q, w, u)[1])(v)))
     rng = np.random.default_rng(0)
     data = mujoco.MjData(mj)
     rotated = 0.0
@@ -240,7 +239,7 @@ def test_ball_limit_holds_a_tilted_pendulum_and_reads_its_torque(tmp_path):
     state = jc.init(model, q=jnp.asarray(_tilted([1.0, 1.0, 0.0], limit)))
     torque = jc.sensors(model, state)
     np.testing.assert_allclose(torque, [MASS * GRAVITY * LENGTH * np.sin(limit)], rtol=0, atol=1e-6)
-    final, trajectory = jax.jit(jc.rollout, compiler_options=FAST_COMPILE)(
+    final, trajectory = jax.jit(jc.rollout)(
         model, state, jnp.zeros((200, 0)))
     assert int(final.error) == 0
     angle, axis = ball_angles(trajectory.q)
@@ -261,7 +260,7 @@ def test_released_pendulum_swings_freely_until_its_limit(tmp_path):
     _, free = _from_string(unlimited_text, tmp_path)
     assert slot_ranges(free)["ball_limits"] == slice(0, 0)
     q0 = jnp.asarray(_tilted([0.3, -1.0, 0.0], np.deg2rad(10.0)))
-    run = jax.jit(jc.rollout, compiler_options=FAST_COMPILE)
+    run = jax.jit(jc.rollout)
     _, limited = run(model, jc.init(model, q=q0), jnp.zeros((steps, 0)))
     _, unlimited = run(free, jc.init(free, q=q0), jnp.zeros((steps, 0)))
     active = np.asarray(limited.contact.active[:, 0])

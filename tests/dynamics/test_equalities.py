@@ -34,10 +34,6 @@ from jaxsim_contact.dynamics._tendons import tendon_kinematics
 from jaxsim_contact.io import InvalidFrictionError
 
 STEPS = 1000
-# XLA:CPU compiles the derivative programs of a step several times faster without LLVM
-# optimisation (as tests/dynamics/test_tendon_wrap.py); the values agree to rounding
-FAST_COMPILE = ({"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
-                if jax.default_backend() == "cpu" else None)
 
 
 def _write(xml: str) -> pathlib.Path:
@@ -377,11 +373,11 @@ def _check_derivatives(function, points, h=1e-6):
     compilation of each for the whole batch); returns the forward Jacobians."""
     points = jnp.asarray(points)
     size = points.shape[1]
-    forward = np.asarray(jax.jit(jax.vmap(jax.jacfwd(function)), compiler_options=FAST_COMPILE)(points))
-    reverse = np.asarray(jax.jit(jax.vmap(jax.jacrev(function)), compiler_options=FAST_COMPILE)(points))
+    forward = np.asarray(jax.jit(jax.vmap(jax.jacfwd(function)))(points))
+    reverse = np.asarray(jax.jit(jax.vmap(jax.jacrev(function)))(points))
     steps = h * np.eye(size)
     shifted = np.concatenate([np.asarray(points)[:, None] + steps, np.asarray(points)[:, None] - steps], 1)
-    values = np.asarray(jax.jit(jax.vmap(jax.vmap(function)), compiler_options=FAST_COMPILE)(jnp.asarray(shifted)))
+    values = np.asarray(jax.jit(jax.vmap(jax.vmap(function)))(jnp.asarray(shifted)))
     central = np.swapaxes(values[:, :size] - values[:, size:], 1, 2) / (2 * h)
     assert np.all(np.isfinite(forward))
     np.testing.assert_allclose(forward, reverse, rtol=1e-9, atol=1e-11)
@@ -504,8 +500,7 @@ def test_no_nan_over_random_states_with_every_new_row_kind():
                                         contact=jc.init(model).contact), ctrl)
         return jnp.sum(state.q) + jnp.sum(state.v), state.error
 
-    values_and_grads = jax.jit(jax.vmap(jax.value_and_grad(loss, argnums=(0, 1, 2), has_aux=True)),
-                               compiler_options=FAST_COMPILE)
+    values_and_grads = jax.jit(jax.vmap(jax.value_and_grad(loss, argnums=(0, 1, 2), has_aux=True)))
     (value, error), grads = values_and_grads(jnp.asarray(q), jnp.asarray(v), jnp.asarray(ctrl))
     assert np.all(np.isfinite(np.asarray(value)))
     assert not np.any(np.asarray(error) & jc.ErrorFlag.NON_FINITE_STATE)

@@ -19,7 +19,7 @@ import pytest
 import jaxsim_contact as jc
 from jaxsim_contact.dynamics._fluid import fluid_forces
 from jaxsim_contact.io import InvalidFluidError
-from mujoco_comparison import (FAST_COMPILE, assert_derivatives_match_central_differences,
+from mujoco_comparison import (assert_derivatives_match_central_differences,
                                assert_trajectory_equals_mujoco)
 
 BRAX = pathlib.Path(__import__("brax").__file__).parent
@@ -68,7 +68,7 @@ def _fluid_and_passive(model, q, v):
 def _assert_equals_mujoco(mj, model):
     """``qfrc_fluid`` (relative to its largest entry) and ``qfrc_passive`` on 20 random states to
     1e-10, a 200-step trajectory to 1e-8."""
-    forces = jax.jit(lambda q, v: _fluid_and_passive(model, q, v), compiler_options=FAST_COMPILE)
+    forces = jax.jit(lambda q, v: _fluid_and_passive(model, q, v))
     rng = np.random.default_rng(0)
     data = mujoco.MjData(mj)
     for _ in range(20):
@@ -176,8 +176,7 @@ def test_ellipsoid_model_derivatives_agree_and_are_finite_at_rest():
     assert_derivatives_match_central_differences(passive, inputs, steps=(1e-6, 1e-3))
     still = model.replace_options(wind=jnp.zeros(3))
     at_rest = jax.jit(lambda v: (jax.jacfwd(lambda w: jc.dynamics.passive_forces(still, q1, w))(v),
-                                 jax.jacrev(lambda w: jc.dynamics.passive_forces(still, q1, w))(v)),
-                      compiler_options=FAST_COMPILE)
+                                 jax.jacrev(lambda w: jc.dynamics.passive_forces(still, q1, w))(v)))
     forward, reverse = at_rest(jnp.zeros(model.nv))
     assert np.all(np.isfinite(forward)) and np.all(np.isfinite(reverse))
 

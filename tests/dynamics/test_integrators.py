@@ -17,7 +17,7 @@ import pytest
 
 import jaxsim_contact as jc
 from jaxsim_contact._model import Integrator
-from mujoco_comparison import (FAST_COMPILE, assert_derivatives_match_central_differences,
+from mujoco_comparison import (assert_derivatives_match_central_differences,
                                assert_trajectory_equals_mujoco)
 
 GYM_ASSETS = pathlib.Path(__import__("gymnasium").__file__).parent / "envs" / "mujoco" / "assets"
@@ -107,7 +107,7 @@ def test_rk4_hard_contact_box_rests_exactly(tmp_path):
     path.write_text(BOX_ON_FLOOR)
     model = jc.load(path)
     state = jc.init(model)
-    final, trajectory = jax.jit(jc.rollout, compiler_options=FAST_COMPILE)(
+    final, trajectory = jax.jit(jc.rollout)(
         model, state, jnp.zeros((100, 0)))
     assert int(final.error) == 0
     # what is left is the contact solver's tolerance (Euler: 1.6e-10 m, 2.7e-8 m/s)
@@ -121,7 +121,7 @@ def test_rk4_hard_contact_stops_a_falling_box(tmp_path):
     path = tmp_path / "box.xml"
     path.write_text(BOX_ON_FLOOR.replace('pos="0 0 0.1"', 'pos="0 0 0.15"'))
     model = jc.load(path)
-    final, trajectory = jax.jit(jc.rollout, compiler_options=FAST_COMPILE)(
+    final, trajectory = jax.jit(jc.rollout)(
         model, jc.init(model), jnp.zeros((150, 0)))
     height = np.asarray(trajectory.q[:, 2])
     impact_speed = np.sqrt(2 * 9.81 * 0.05)

@@ -17,7 +17,7 @@ import pytest
 
 import jaxsim_contact as jc
 from jaxsim_contact.dynamics._sensors import COMPUTED_SENSORS
-from mujoco_comparison import FAST_COMPILE, assert_derivatives_match_central_differences
+from mujoco_comparison import assert_derivatives_match_central_differences
 
 MJX_DATA = pathlib.Path(mujoco.__file__).parent / "mjx" / "test_data"
 
@@ -58,8 +58,7 @@ def test_computed_sensors_equal_mujoco(relative, tmp_path):
     mj = mujoco.MjModel.from_xml_path(str(path))
     chosen = tuple(i for i, kind in enumerate(model.sensors.kind) if kind in COMPUTED_SENSORS)
     assert len(chosen) == {"sensor/sensor.xml": 73, "actuator/tendon_force_clamp.xml": 4}[relative]
-    read = jax.jit(lambda state, ctrl: jc.sensors(model, state, ctrl, select=chosen),
-                   compiler_options=FAST_COMPILE)
+    read = jax.jit(lambda state, ctrl: jc.sensors(model, state, ctrl, select=chosen))
     rng = np.random.default_rng(0)
     for _ in range(10):
         data = _random_data(mj, rng)
@@ -105,7 +104,7 @@ def test_imu_of_a_corpus_quadruped_equals_mujoco():
     # in the air no contact can be active: the collision pipeline is not compiled for nothing
     model = jc.load(path).replace_options(enable_contacts=False)
     assert {"accelerometer", "gyro", "framequat"} <= set(model.sensors.kind)
-    read = jax.jit(lambda state, ctrl: jc.sensors(model, state, ctrl), compiler_options=FAST_COMPILE)
+    read = jax.jit(lambda state, ctrl: jc.sensors(model, state, ctrl))
     rng = np.random.default_rng(1)
     data = mujoco.MjData(mj)
     low, high = mj.jnt_range[1:, 0], mj.jnt_range[1:, 1]
@@ -151,7 +150,7 @@ def test_acceleration_sensors_see_the_hard_constraint_forces(tmp_path):
     box_path = tmp_path / "box.xml"
     box_path.write_text(RESTING_BOX)
     box = jc.load(box_path)
-    values = np.asarray(jax.jit(lambda state: jc.sensors(box, state), compiler_options=FAST_COMPILE)(
+    values = np.asarray(jax.jit(lambda state: jc.sensors(box, state))(
         jc.init(box)))  # at rest on the floor
     accelerometer, force, torque, (bottom, top) = np.split(values[:9], 3) + [values[9:]]
     np.testing.assert_allclose(bottom, 2.0 * g, rtol=1e-6)  # the floor carries the weight
@@ -163,7 +162,7 @@ def test_acceleration_sensors_see_the_hard_constraint_forces(tmp_path):
     arm_path = tmp_path / "arm.xml"
     arm_path.write_text(HELD_ARM)
     arm = jc.load(arm_path)
-    values = np.asarray(jax.jit(lambda state: jc.sensors(arm, state), compiler_options=FAST_COMPILE)(
+    values = np.asarray(jax.jit(lambda state: jc.sensors(arm, state))(
         jc.init(arm)))
     torque, force, limit, angular_acc, linear_acc = values[:3], values[3:6], values[6], values[7:10], values[10:]
     moment = 1.5 * g * 0.2
@@ -234,7 +233,7 @@ def test_touch_sensors_of_mjx_sensor_model_equal_mujoco():
     for body in capsules:  # resting on the plane (MuJoCo's file starts them half sunk in it)
         q[mj.jnt_qposadr[mj.body_jntadr[body]] + 2] += 0.0125
     state = jc.init(model, q=jnp.asarray(q))
-    ours = jax.jit(lambda s: jc.sensors(model, s, select=touch), compiler_options=FAST_COMPILE)(state)
+    ours = jax.jit(lambda s: jc.sensors(model, s, select=touch))(state)
     np.testing.assert_allclose(ours, mujoco_touch, rtol=1e-6)
 
 
@@ -251,7 +250,7 @@ def test_energy_sensors_equal_mujoco(tmp_path):
       <sensor><e_potential/><e_kinetic/></sensor></mujoco>""")
     mj = mujoco.MjModel.from_xml_path(str(path))
     model = jc.load(path)
-    read = jax.jit(lambda state: jc.sensors(model, state), compiler_options=FAST_COMPILE)
+    read = jax.jit(lambda state: jc.sensors(model, state))
     rng = np.random.default_rng(4)
     for _ in range(3):
         data = _random_data(mj, rng)
@@ -269,7 +268,7 @@ def test_tendon_limit_force_holds_a_hanging_weight(tmp_path):
       <tendon><spatial name="rope" limited="true" range="0 1"><site site="anchor"/><site site="hook"/></spatial></tendon>
       <sensor><tendonlimitfrc tendon="rope"/><framelinacc objtype="site" objname="hook"/></sensor></mujoco>""")
     model = jc.load(path)
-    values = jax.jit(lambda state: jc.sensors(model, state), compiler_options=FAST_COMPILE)(jc.init(model))
+    values = jax.jit(lambda state: jc.sensors(model, state))(jc.init(model))
     np.testing.assert_allclose(values[0], 0.7 * 9.81, rtol=1e-9)
     np.testing.assert_allclose(values[1:], [0.0, 0.0, 9.81], atol=1e-9)  # at rest: it reads -g
 
@@ -294,7 +293,7 @@ def test_torque_sensor_sees_torsional_and_rolling_contact_torques(tmp_path):
     data.qvel[:] = [0.3, 2.0, -3.0]
     mujoco.mj_forward(mj, data)
     state = jc.init(model, q=jnp.asarray(data.qpos), v=jnp.asarray(data.qvel))
-    ours = jax.jit(lambda s: jc.sensors(model, s), compiler_options=FAST_COMPILE)(state)
+    ours = jax.jit(lambda s: jc.sensors(model, s))(state)
     spin = jc.constraints.slot_ranges(model)["contact_spin"]
     torques = np.asarray(jax.jit(jc.step)(model, state).contact.force)[spin]
     assert np.abs(torques).max() > 1.0  # the rolling / torsional torques act (N·m)

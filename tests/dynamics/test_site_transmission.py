@@ -22,7 +22,7 @@ import pytest
 import jaxsim_contact as jc
 from jaxsim_contact.dynamics._rnea import actuator_forces, actuator_terms
 from jaxsim_contact.io import InvalidActuatorError, ModelError, UnsupportedFeatureError
-from mujoco_comparison import (FAST_COMPILE, assert_derivatives_match_central_differences,
+from mujoco_comparison import (assert_derivatives_match_central_differences,
                                assert_trajectory_equals_mujoco)
 
 MODEL = pathlib.Path(__file__).parent.parent / "models" / "site_actuators.xml"
@@ -65,8 +65,7 @@ def test_length_velocity_and_forces_equal_mujoco():
     ``actuator_velocity``, ``actuator_force`` and ``qfrc_actuator`` equal MuJoCo's to 1e-10."""
     mj, model = _load()
     terms = jax.jit(lambda q, v, u, a: (actuator_terms(model, q, v, u, act=a),
-                                        actuator_forces(model, q, v, u, act=a)),
-                    compiler_options=FAST_COMPILE)
+                                        actuator_forces(model, q, v, u, act=a)))
     rng = np.random.default_rng(0)
     data = mujoco.MjData(mj)
     for _ in range(50):

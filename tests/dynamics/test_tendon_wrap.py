@@ -31,14 +31,6 @@ CYLINDER_RADIUS = 0.25
 CONFIGURATIONS_PER_GROUP = 100
 BATCH = 320  # float64 evaluations run in chunks of this many rows (padded): one compilation
 NAN_CHECK_INPUTS = 2500  # per variant: 10^4 random and degenerate inputs in all
-# XLA:CPU compiles these derivative-heavy element-wise programs ~5x faster without LLVM
-# optimisation and with the classic fusion emitters (measured 33 s -> 7 s); the results agree with
-# the default compilation to ~1e-12 relative.
-COMPILER_OPTIONS = (
-    {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
-    if jax.default_backend() == "cpu"
-    else None
-)
 
 # (geom type, side site) of every model under test
 VARIANTS = [("sphere", False), ("sphere", True), ("cylinder", False), ("cylinder", True)]
@@ -208,7 +200,7 @@ def _compiled(derivatives: bool):
     """Jitted and vmapped over rows (flags traced, shared by the batch)."""
     function = _with_derivatives if derivatives else _outputs
     return jax.jit(
-        jax.vmap(function, in_axes=(0, 0, 0, 0, None, None)), compiler_options=COMPILER_OPTIONS
+        jax.vmap(function, in_axes=(0, 0, 0, 0, None, None))
     )
 
 
@@ -459,7 +451,7 @@ def _static_flag_results(geom_type: str, has_side: bool, dtype, rows: int):
     else:
         function = jax.vmap(lambda a, b, s: call(a, b, side=None))
     inputs = [jnp.asarray(local[key][:rows], dtype) for key in ("end0", "end1", "side")]
-    return jax.jit(function, compiler_options=COMPILER_OPTIONS)(*inputs)
+    return jax.jit(function)(*inputs)
 
 
 @pytest.mark.parametrize("geom_type,has_side", [("sphere", False), ("cylinder", True)])

@@ -29,10 +29,6 @@ GYM_ASSETS = pathlib.Path(__import__("gymnasium").__file__).parent / "envs" / "m
 #: every tendon model MJX ships (armature.xml has its own test below)
 TENDON_FILES = sorted(p.name for p in (MJX_DATA / "tendon").glob("*.xml") if p.name != "no_tendon.xml")
 NUM_CONFIGS = 40
-# XLA:CPU compiles these programs several times faster without LLVM optimisation (as
-# tests/dynamics/test_tendon_wrap.py); the values agree to rounding
-FAST_COMPILE = ({"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
-                if jax.default_backend() == "cpu" else None)
 RTOL = 1e-10
 
 SPRING_XML = """
@@ -93,7 +89,7 @@ def _batched_tendon_quantities(with_energy: bool):
             out["energy"] = dynamics.potential_energy(model, q)
         return out
 
-    return jax.jit(jax.vmap(quantities, in_axes=(None, 0, 0, 0)), compiler_options=FAST_COMPILE)
+    return jax.jit(jax.vmap(quantities, in_axes=(None, 0, 0, 0)))
 
 
 def _compare(path_or_xml: str, from_string: bool = False):
