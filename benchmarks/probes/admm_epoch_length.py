@@ -21,24 +21,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent  # benchmarks/
+sys.path.insert(0, str(HERE))
+import _common  # noqa: E402
 
 
 def child(scene: str, dtype: str, lengths: list[int], steps: int) -> list[dict]:
-    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    _common.pin_to_one_core(opt_out=None)
     import jax
 
     jax.config.update("jax_enable_x64", dtype == "float64")
     import jax.numpy as jnp
     import numpy as np
 
-    sys.path.insert(0, str(HERE))
     import _scenes
 
     import jaxsim_contact as jc
@@ -59,11 +59,7 @@ def child(scene: str, dtype: str, lengths: list[int], steps: int) -> list[dict]:
 
         compiled = jax.jit(run).lower(state).compile()
         final, (iterations, converged, speed) = jax.block_until_ready(compiled(state))
-        times = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            jax.block_until_ready(compiled(state))
-            times.append(time.perf_counter() - t0)
+        seconds = _common.median_time(lambda: compiled(state), repeats=3)
         iterations = np.asarray(iterations)
         rows.append(dict(scene=scene, dtype=dtype, refactor_every=length, steps=steps,
                          mean_iterations=float(iterations.mean()),
@@ -71,7 +67,7 @@ def child(scene: str, dtype: str, lengths: list[int], steps: int) -> list[dict]:
                          max_iterations=int(iterations.max()), at_cap=int((iterations >= cap).sum()),
                          not_converged=int((~np.asarray(converged)).sum()),
                          final_max_speed=float(np.asarray(speed)[-1]),
-                         ms_per_step=1e3 * float(np.median(times)) / steps,
+                         ms_per_step=1e3 * seconds / steps,
                          finite=bool(np.all(np.isfinite(np.asarray(final.q))))))
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     return rows
@@ -119,8 +115,7 @@ def main(argv=None) -> int:
     report = dict(command="python benchmarks/probes/admm_epoch_length.py " + " ".join(argv or sys.argv[1:]),
                   date=time.strftime("%Y-%m-%d %H:%M"), jax=jax.__version__, commit=commit, rows=rows)
     out = Path(args.out)
-    out.with_suffix(".json").write_text(json.dumps(report, indent=1))
-    out.with_suffix(".md").write_text(render(report))
+    _common.write_results(out.name, report, render(report), out_dir=out.parent)
     print(render(report))
     return 0
 
