@@ -67,7 +67,8 @@ def trace(solver, problem, safe, warm, iterations: int):
     criteria = eqx.filter_jit(lambda p, s: residuals(p, s.force, solver.formulation))
     rows = []
     for k in range(iterations):
-        if solver.epoch_length and k % solver.epoch_length == 0:
+        first, epoch = solver.first_epoch_length, solver.epoch_length
+        if epoch and (k == 0 or (k >= first and (k - first) % epoch == 0)):
             state = refresh(problem, state)
         state = step(problem, state)
         r = criteria(problem, state)

@@ -177,6 +177,11 @@ class ADMM(ContactSolver):
         epoch. ``1`` is the seed's per-iteration update. Refactoring "only when ρ changed" inside
         one loop does not help under ``vmap`` (the ``cond`` becomes a select that factorises every
         iteration, which costs many times a solve with a fixed factor).
+      first_refactor: static, Cholesky only; ``None`` (default) means ``refactor_every``. The
+        first epoch's length: the first ρ update then comes after ``first_refactor`` iterations
+        and later ones every ``refactor_every`` (seed 001 §III-E adapts ρ from the first
+        iterations on; the initial ρ, spectral or warm-started, is the one furthest from the
+        problem's). The step's default is 5 then 10 (``jc.contact.default_step_solver``).
       Box and bilateral slots (``ContactProblem.num_box`` / ``num_bilateral``: dry friction and
       equality constraints) take their own projection in the ``z`` update
       (:meth:`ContactProblem.project`: a clip, the identity), so the fixed point solves the
@@ -196,6 +201,7 @@ class ADMM(ContactSolver):
     power_iterations: int = eqx.field(static=True)
     factorization: str = eqx.field(static=True)
     refactor_every: int = eqx.field(static=True)
+    first_refactor: int | None = eqx.field(static=True)
     rho_update: str = eqx.field(static=True)
     anderson_memory: int = eqx.field(static=True)
     polish: bool = eqx.field(static=True)
@@ -208,7 +214,8 @@ class ADMM(ContactSolver):
     def __init__(self, formulation: str = "ncp", max_iterations: int = 1000, tolerance=1e-6,
                  rho=0.0, over_relaxation=1.0, rho_update_ratio=10.0, rho_power=0.05,
                  power_iterations: int = 50, factorization: str = "eigh", refactor_every: int = 1,
-                 rho_update: str = "spectral", anderson_memory: int = 0, polish: bool = True):
+                 rho_update: str = "spectral", anderson_memory: int = 0, polish: bool = True,
+                 first_refactor: int | None = None):
         formulation = Formulation.parse(formulation, "ADMM formulation", (Formulation.CCP, Formulation.NCP))
         factorization = Factorization.parse(factorization, "ADMM factorization")
         rho_update = RhoUpdate.parse(rho_update, "ADMM rho_update")
@@ -216,6 +223,10 @@ class ADMM(ContactSolver):
             raise ValueError(f"max_iterations must be >= 1, got {max_iterations}")
         if int(refactor_every) < 1:
             raise ValueError(f"refactor_every must be >= 1, got {refactor_every}")
+        if first_refactor is not None and (
+                isinstance(first_refactor, bool) or not isinstance(first_refactor, numbers.Integral)
+                or first_refactor < 1):
+            raise ValueError(f"first_refactor must be None or an int >= 1, got {first_refactor!r}")
         if (isinstance(anderson_memory, bool) or not isinstance(anderson_memory, numbers.Integral)
                 or anderson_memory < 0):
             raise ValueError(f"anderson_memory must be an int >= 0, got {anderson_memory!r}")
@@ -224,6 +235,7 @@ class ADMM(ContactSolver):
         self.power_iterations = int(power_iterations)
         self.factorization = factorization
         self.refactor_every = int(refactor_every)
+        self.first_refactor = None if first_refactor is None else int(first_refactor)
         self.rho_update = rho_update
         self.anderson_memory = int(anderson_memory)
         if not isinstance(polish, bool):
@@ -243,7 +255,8 @@ class ADMM(ContactSolver):
                          over_relaxation=self.over_relaxation,
                          rho_update_ratio=self.rho_update_ratio, rho_power=self.rho_power,
                          power_iterations=self.power_iterations, factorization=self.factorization,
-                         refactor_every=self.refactor_every, rho_update=self.rho_update,
+                         refactor_every=self.refactor_every,
+                         first_refactor=self.first_refactor, rho_update=self.rho_update,
                          anderson_memory=self.anderson_memory, polish=self.polish)
         unknown = set(changes) - set(arguments)
         if unknown:
@@ -353,6 +366,13 @@ class ADMM(ContactSolver):
     def epoch_length(self) -> int:
         """Iterations between :meth:`refresh` calls (0: the eigh variant needs none)."""
         return self.refactor_every if self.factorization == "cholesky" else 0
+
+    @property
+    def first_epoch_length(self) -> int:
+        """Iterations before the first ρ update (``first_refactor``, else ``refactor_every``)."""
+        if self.factorization != "cholesky":
+            return 0
+        return self.refactor_every if self.first_refactor is None else self.first_refactor
 
     def refresh(self, problem: ContactProblem, state: ADMMState) -> ADMMState:
         """Cholesky variant: factorise ``G + R + ρI`` with the ρ proposed so far."""

@@ -57,7 +57,8 @@ def initial_state(problem, loop_safe, loop_solver, loop_warm, loop_primal):
 class Loop:
     """The iteration of :func:`iterate` on one problem, in three pieces that a driver composes:
     ``start(state0, crit0) -> carry``, ``advance(carry) -> carry`` (one epoch: ``refresh`` then
-    ``epoch_length`` steps, or one step for a solver without epochs) and
+    ``first_epoch_length`` steps if no iteration has been taken yet, else ``epoch_length``; one
+    step for a solver without epochs) and
     ``finish(carry) -> (force, rho, iterations, done, criterion)``. :func:`iterate` repeats
     ``advance`` on one problem; :func:`~jaxsim_contact.contact._work_queue.solve_batch` on a few lanes
     that it refills with new problems as they finish. A lane that converged or reached
@@ -72,7 +73,17 @@ class Loop:
 
     @property
     def max_advances(self) -> int:
-        return -(-self.solver.max_iterations // self.steps_per_advance)
+        """Advances that reach ``max_iterations`` (the first epoch may be shorter)."""
+        solver = self.solver
+        if solver.epoch_length == 0:
+            return solver.max_iterations
+        first = max(solver.first_epoch_length, 1)
+        rest = max(solver.max_iterations - first, 0)
+        return 1 + -(-rest // self.steps_per_advance)
+
+    @property
+    def longest_advance(self) -> int:
+        return max(self.steps_per_advance, self.solver.first_epoch_length)
 
     def _result(self, state):
         return self.solver.force(self.safe, state), self.solver.rho(state)
@@ -104,10 +115,13 @@ class Loop:
         crit0 = jnp.where(jnp.isfinite(crit0), crit0, jnp.inf)
         return (state0, jnp.zeros((), jnp.int32), crit0 <= tol, crit0, self._track(state0), crit0)
 
-    def _step(self, carry):
+    def _step(self, carry, live=None):
+        # ``live``: False for the padding steps of an unrolled epoch shorter than the scan
         solver, safe = self.solver, self.safe
         state, it, done, crit, best, best_crit = carry
         frozen = done | (it >= solver.max_iterations)
+        if live is not None:
+            frozen = frozen | ~live
         new = solver.step(safe, state)
         new_crit = solver.criterion(safe, new)
         new_crit = jnp.where(jnp.isfinite(new_crit), new_crit, jnp.inf)
@@ -122,15 +136,28 @@ class Loop:
         return state, it, done, crit, best, best_crit
 
     def advance(self, carry):
-        epoch = self.solver.epoch_length
+        solver = self.solver
+        epoch, first = solver.epoch_length, solver.first_epoch_length
         if epoch == 0:
             return self._step(carry)
         state, it, done, crit, best, best_crit = carry
-        state = freeze(done, state, self.solver.refresh(self.safe, state))
+        state = freeze(done, state, solver.refresh(self.safe, state))
         carry = (state, it, done, crit, best, best_crit)
+        if first == epoch:
+            if self.unrolled:
+                return jax.lax.scan(lambda c, _: (self._step(c), None), carry, None,
+                                    length=epoch)[0]
+            return jax.lax.fori_loop(0, epoch, lambda _, c: self._step(c), carry)
+        # The epoch's length is data (the first one differs), not a second traced copy of the
+        # epoch: under vmap every lane still refreshes once per advance.
+        length = jnp.where(it == 0, first, epoch)
         if self.unrolled:
-            return jax.lax.scan(lambda c, _: (self._step(c), None), carry, None, length=epoch)[0]
-        return jax.lax.fori_loop(0, epoch, lambda _, c: self._step(c), carry)
+            # A scan needs a static length: the longest epoch, with the steps beyond this
+            # epoch's length frozen.
+            def body(c, k):
+                return self._step(c, k < length), None
+            return jax.lax.scan(body, carry, jnp.arange(self.longest_advance))[0]
+        return jax.lax.fori_loop(0, length, lambda _, c: self._step(c), carry)
 
     def finished(self, carry):
         _, it, done, *_ = carry
@@ -159,8 +186,9 @@ def iterate(solver, safe, state0, crit0, unrolled: bool):
     provides derivatives). ``unrolled=True``: ``lax.scan`` over exactly ``max_iterations`` steps,
     converged iterates frozen by the ``done`` mask, so autodiff goes through every step taken.
     A solver with ``epoch_length = k > 0`` runs in epochs: ``refresh`` once, then ``k`` steps
-    (an inner fixed-length loop), so per-epoch work such as a refactorisation is paid once per
-    ``k`` iterations even under ``vmap``, where a per-step ``cond`` would execute both branches.
+    (an inner loop; the first epoch has ``first_epoch_length`` steps), so per-epoch work such as a
+    refactorisation is paid once per epoch even under ``vmap``, where a per-step ``cond`` would
+    execute both branches.
     Returns ``(force, rho, iterations, done, criterion)``: ``solver.force`` and ``solver.rho`` of
     the last iterate when converged, else of the iterate with the lowest criterion seen (and that
     criterion).

@@ -11,7 +11,8 @@ three methods (the driver :func:`jaxsim_contact.contact.solve` composes them):
 * ``criterion(problem, state) -> scalar`` — the termination criterion (seed 001 eq. 15 variant).
 
 Optional overrides: ``force`` (the current force estimate; default ``state.force``),
-``epoch_length`` / ``refresh`` (per-epoch work such as a refactorisation), ``rho`` (a final proximal
+``epoch_length`` / ``first_epoch_length`` / ``refresh`` (per-epoch work such as a
+refactorisation), ``rho`` (a final proximal
 parameter to warm-start from) and ``at_precision_limit(problem, state) -> bool``: the iterate is as
 accurate as the solver's arithmetic allows (default ``False``); the driver then stops and reports
 convergence even if the criterion is above the tolerance (``PrimalNewton``, see :mod:`._newton`;
@@ -68,6 +69,13 @@ class ContactSolver(eqx.Module):
         """``k > 0``: the driver calls :meth:`refresh` once every ``k`` iterations (at the start of
         each epoch), e.g. to refactor a matrix; ``0`` (default): never."""
         return 0
+
+    @property
+    def first_epoch_length(self) -> int:
+        """Iterations of the first epoch (default :attr:`epoch_length`); later epochs have
+        :attr:`epoch_length`. A short first epoch lets per-epoch adaptation (ADMM's ρ) act early,
+        when the warm start's ρ is furthest from the problem's."""
+        return self.epoch_length
 
     def refresh(self, problem: ContactProblem, state):
         """Per-epoch work hoisted out of ``step`` (see :attr:`epoch_length`)."""

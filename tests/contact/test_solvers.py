@@ -576,3 +576,18 @@ def test_admm_stops_at_the_float32_round_off_floor():
 
     plain = NoFloor("ncp", max_iterations=2000, tolerance=1e-6)
     assert int(solve(p64, plain).iterations) == int(s64.iterations)
+
+
+def test_admm_first_epoch_length():
+    """``first_refactor`` sets the Cholesky variant's first epoch (default: ``refactor_every``),
+    survives ``replace``, is 0 for the eigh variant (no epochs) and rejects non-positive values."""
+    admm = C.ADMM(factorization="cholesky", refactor_every=10)
+    assert (admm.epoch_length, admm.first_epoch_length) == (10, 10)
+    short = admm.replace(first_refactor=5)
+    assert (short.epoch_length, short.first_epoch_length) == (10, 5)
+    assert short.replace(refactor_every=8).first_epoch_length == 5
+    assert short.replace(factorization="eigh").first_epoch_length == 0
+    assert jc.Options(dt=1e-3, gravity=(0.0, 0.0, -9.81)).solver.first_epoch_length == 5
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="first_refactor"):
+            C.ADMM(factorization="cholesky", first_refactor=bad)
