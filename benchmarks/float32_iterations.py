@@ -10,7 +10,7 @@ come from this checkout), so one table holds a before and an after:
         --library /tmp/base --label "before (de81ab0)" --out float32_iterations
 
 Writes ``benchmarks/results/NAME.json`` / ``.md`` (appending the rows of a second call with
-another ``--label`` to the same file).
+another ``--label`` to the same file; the text below the ``.md``'s table is kept).
 """
 
 from __future__ import annotations
@@ -96,7 +96,13 @@ def main(argv=None) -> int:
     for r in previous:
         lines.append(f"| {r['label']} | {r['scene']} | {r['dtype']} | {r['steps']} | {r['mean_iterations']:.1f} "
                      f"| {r['max_iterations']} | {r['at_cap']} | {r['not_converged']} | {r['finite']} |")
-    (HERE / "results" / f"{args.out}.md").write_text("\n".join(lines) + "\n")
+    # Readings added by hand below the table stay (the table above them is regenerated).
+    md = HERE / "results" / f"{args.out}.md"
+    if md.exists():
+        text = md.read_text().splitlines()
+        rows_end = max((i for i, line in enumerate(text) if line.startswith("|")), default=len(text) - 1)
+        lines += text[rows_end + 1:]
+    md.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 
