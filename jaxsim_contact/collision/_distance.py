@@ -396,15 +396,17 @@ def _gated_epa(max_vertices: int):
     skip get an all-zero ``EPAResult``, which ``_query`` never selects.
     """
 
+    # EPA is the largest program traced here: wrapping it in ``jit`` lets the skipped branch's
+    # shapes (``eval_shape``) and the branch itself share one trace (jit's trace cache), where
+    # two plain calls would trace EPA's Python twice.
+    full = jax.jit(lambda o: _epa_on(o, max_vertices, False, max_vertices))
+
     def skipped(operands):
-        shapes = jax.eval_shape(lambda o: _epa_on(o, max_vertices, True, max_vertices), operands)
-        return jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
+        return jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(full, operands))
 
     @jax.custom_batching.custom_vmap
     def gated(needs, operands):
-        return jax.lax.cond(
-            needs, lambda o: _epa_on(o, max_vertices, False, max_vertices), skipped, operands
-        )
+        return jax.lax.cond(needs, full, skipped, operands)
 
     @gated.def_vmap
     def _rule(axis_size, in_batched, needs, operands):
@@ -413,7 +415,7 @@ def _gated_epa(max_vertices: int):
             needs = jnp.broadcast_to(needs, (axis_size,))
         axes = jax.tree.map(lambda batched: 0 if batched else None, operands_batched)
         first = _batched_first_vertices(max_vertices)
-        run = jax.vmap(lambda n, o: _epa_on(o, max_vertices, ~n, first), in_axes=(0, axes))
+        run = jax.jit(jax.vmap(lambda n, o: _epa_on(o, max_vertices, ~n, first), in_axes=(0, axes)))
         zeros = jax.tree.map(
             lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(run, needs, operands)
         )
