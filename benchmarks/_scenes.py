@@ -5,6 +5,8 @@ Import it after choosing the dtype (``_common.enable_float64``): it imports ``ja
 
 * ``box``      — one 0.1 m cube dropped 0.1 mm onto a plane (in contact from the first steps);
 * ``tower``    — ten 0.1 m cubes stacked with 1 mm gaps (``jc.scenes.box_tower``);
+* ``pile``     — 27 0.1 m cubes in a 3 × 3 × 3 grid, 2 mm apart (``jc.scenes.cube_pile``, as the
+  stability tests);
 * ``humanoid`` — MJX's own benchmark humanoid (``mujoco/mjx/test_data/humanoid/humanoid.xml``,
   its tuned solver options; 21 motors) — needs ``mujoco-mjx`` (the ``bench`` extra);
 * ``ant``      — Brax's ant (``brax/envs/assets/ant.xml``: 8 motors, feet against the floor);
@@ -32,7 +34,7 @@ import jaxsim_contact as jc
 HERE = Path(__file__).resolve().parent
 
 #: every scene, in the order reports list them
-NAMES = ("box", "tower", "humanoid", "ant", "panda", "go2")
+NAMES = ("box", "tower", "pile", "humanoid", "ant", "panda", "go2")
 
 #: height (m) of the lowest foot vertex above the floor at the start: the robot drops and lands
 GO2_DROP = 0.01
@@ -150,7 +152,13 @@ def tower():
     return mj, mj.qpos0.copy()
 
 
-BUILDERS = dict(box=box, tower=tower, humanoid=humanoid, ant=ant, panda=panda, go2=go2)
+def pile():
+    """The 3×3×3 cube pile of the stability tests (2 mm between side neighbours, 1 mm gaps up)."""
+    mj = compile_text(jc.scenes.cube_pile(gap=2e-3), "pile")
+    return mj, mj.qpos0.copy()
+
+
+BUILDERS = dict(box=box, tower=tower, pile=pile, humanoid=humanoid, ant=ant, panda=panda, go2=go2)
 
 
 def load(name: str):
