@@ -181,7 +181,8 @@ class ADMM(ContactSolver):
         first epoch's length: the first ρ update then comes after ``first_refactor`` iterations
         and later ones every ``refactor_every`` (seed 001 §III-E adapts ρ from the first
         iterations on; the initial ρ, spectral or warm-started, is the one furthest from the
-        problem's). The step's default is 5 then 10 (``jc.contact.default_step_solver``).
+        problem's). The step's default keeps ``None``; ``5`` with ``refactor_every=10`` is measured
+        in ``benchmarks/results/admm_epoch_length.md``.
       Box and bilateral slots (``ContactProblem.num_box`` / ``num_bilateral``: dry friction and
       equality constraints) take their own projection in the ``z`` update
       (:meth:`ContactProblem.project`: a clip, the identity), so the fixed point solves the

@@ -1,8 +1,8 @@
 """The default solver choices (seed 001 §III; DESIGN §5).
 
 * :func:`default_step_solver` — the solver of a step's contact problems when the model's options
-  name none: NCP ADMM with Cholesky factorisations refreshed once per epoch of 10 iterations
-  (the first epoch 5), residual-balancing ρ and Anderson acceleration. Each of these choices cut the mean iteration
+  name none: NCP ADMM with Cholesky factorisations refreshed once per epoch of 10 iterations,
+  residual-balancing ρ and Anderson acceleration. Each of these choices cut the mean iteration
   count, the steps stopped at the cap, or the cost per iteration on the benchmark scenes.
 * :func:`default_problem_solver` — the solver of :func:`~jaxsim_contact.contact.solve` when the
   caller passes none: plain NCP ADMM (the seed's).
@@ -19,14 +19,11 @@ __all__ = ["default_step_solver", "default_problem_solver", "unrolled_solver"]
 
 def default_step_solver() -> ADMM:
     """NCP ADMM for multibody steps: cap 500 (a batched loop pays its slowest lane, and fewer
-    steps stop at the cap), tolerance 1e-6, Cholesky refactored after the first 5 iterations and
-    then every 10, with 10 power iterations for κ, ρ by residual balancing, Anderson memory 5.
-    The shorter first epoch adapts ρ earlier, when the warm start's ρ is furthest off
-    (``benchmarks/results/admm_epoch_length.md``: fewer iterations on the tower, Go2 and humanoid
-    in both dtypes)."""
+    steps stop at the cap), tolerance 1e-6, Cholesky refactored every 10 iterations with 10 power
+    iterations for κ, ρ by residual balancing, Anderson memory 5."""
     return ADMM(formulation="ncp", max_iterations=500, tolerance=1e-6, factorization="cholesky",
-                refactor_every=10, first_refactor=5, power_iterations=10,
-                rho_update="balanced", anderson_memory=5)
+                refactor_every=10, power_iterations=10, rho_update="balanced",
+                anderson_memory=5)
 
 
 def default_problem_solver() -> ADMM:
