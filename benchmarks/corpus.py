@@ -57,7 +57,11 @@ the world (``rootz``: height relative to the body's position), and whether each 
 :data:`REST_SPEED`): issue 43 compares settled heights where both come to rest, and a robot that
 is still falling or swinging at the last step (MuJoCo's Solo-12 stands on its folded legs until
 ~0.6 s, then collapses) says nothing about where it settles — ``--steps 2000`` gives such models
-time; also MuJoCo's contacts at the start (overlaps in the model as given). Timings are reported, never asserted.
+time; also MuJoCo's contacts at the start (overlaps in the model as given). ``--mujoco-mode``
+also runs each model in our MuJoCo-compatible mode (``constraint_model="mujoco"``, MuJoCo's solver
+settings) and reports where it settles: a model whose hard step rests elsewhere than MuJoCo C while
+this mode rests where MuJoCo C does differs by the contact model (soft contacts sink and creep;
+hard ones do not), not by a defect of the step. Timings are reported, never asserted.
 
 A file that fails only for an inertia MuJoCo's ``balanceinertia`` repairs (``InvalidInertiaError``
 naming ``balance_inertia=True``) is loaded again with ``balance_inertia=True``; when that loads,
@@ -100,6 +104,10 @@ pin_to_one_core()
 #: ``jax_enable_x64`` off, the dtype most users get (issue 42's "10⁴ float32 steps of every loadable
 #: corpus robot")
 FLOAT32 = "--float32" in sys.argv
+#: also run our MuJoCo-compatible mode (``constraint_model="mujoco"``, MuJoCo's solver settings):
+#: where it settles where MuJoCo C does and the hard model elsewhere, the difference is the
+#: contact model's (soft penetration, creep), not a defect of the step
+MUJOCO_MODE = "--mujoco-mode" in sys.argv
 enable_float64(not FLOAT32)
 
 import jax  # noqa: E402
@@ -535,6 +543,15 @@ def simulate_row(entry: Entry, steps: int, balance_inertia: bool = False) -> dic
                mujoco_final_speed=theirs["final_speed"], mujoco_at_rest=theirs["at_rest"])
     ours_heights = ours.pop("heights")
     row.update(ours)
+    if MUJOCO_MODE:
+        from jaxsim_contact.io._loader import mujoco_compatible
+
+        soft = run_ours(mujoco_compatible(model, mj), q0, steps, root)
+        row.update(mujoco_mode=dict(capped_steps=soft["capped_steps"], finite=soft["finite"],
+                                    final_speed=soft["final_speed"], at_rest=soft["at_rest"]))
+        if root is not None:
+            row["mujoco_mode"].update(root=float(soft["heights"][-1]),
+                                      difference=float(soft["heights"][-1] - theirs["heights"][-1]))
     if root is not None:
         row.update(root_start=float(q0[root]), root_ours=float(ours_heights[-1]),
                    root_mujoco=float(theirs["heights"][-1]),
@@ -546,7 +563,7 @@ def simulate_row(entry: Entry, steps: int, balance_inertia: bool = False) -> dic
 def simulate_in_child(entry: Entry, steps: int, timeout_s: float, balance_inertia: bool) -> dict:
     """:func:`simulate_row` in a fresh process; a timeout or crash becomes the row's status."""
     command = [sys.executable, str(Path(__file__).resolve()), "--child", entry.key, "--steps", str(steps)]
-    command += ["--balance-inertia"] * balance_inertia + ["--float32"] * FLOAT32
+    command += ["--balance-inertia"] * balance_inertia + ["--float32"] * FLOAT32 + ["--mujoco-mode"] * MUJOCO_MODE
     t0 = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
@@ -727,6 +744,13 @@ def headline(done: dict) -> list[str]:
                    if "root_difference" in r and abs(r["root_difference"]) > HEIGHT_TOLERANCE)
     # the issue's bar compares heights where both engines come to rest
     rested = [(k, d) for k, d in apart if done[k].get("at_rest") and done[k].get("mujoco_at_rest")]
+
+    def soft_mode(k):  # where our MuJoCo-compatible mode settled (when it ran)
+        m = done[k].get("mujoco_mode")
+        if not m or "difference" not in m:
+            return ""
+        return (f"; MuJoCo-compatible mode {100 * m['difference']:+.1f} cm"
+                f"{'' if m['at_rest'] else ', not at rest'}")
     moving = [(k, d) for k, d in apart if "at_rest" in done[k] and (k, d) not in rested]
     unknown = [(k, d) for k, d in apart if "at_rest" not in done[k]]
     broken = sorted(k for k, r in done.items() if not r["finite"] or r["error_bits"] & jc.ErrorFlag.FREEZE)
@@ -736,7 +760,7 @@ def headline(done: dict) -> list[str]:
              + (", ".join(f"{k} ({n})" for k, n in capped) or "none"),
              f"- final root height differs from MuJoCo C's by more than {100 * HEIGHT_TOLERANCE:.0f} cm in "
              f"{len(apart)} models; where both are at rest ({len(rested)}): "
-             + (", ".join(f"{k} ({100 * d:+.1f} cm)" for k, d in rested) or "none")
+             + (", ".join(f"{k} ({100 * d:+.1f} cm{soft_mode(k)})" for k, d in rested) or "none")
              + f"; not both at rest at the last step ({len(moving)}): "
              + (", ".join(f"{k} ({100 * d:+.1f} cm, speed ours {done[k]['final_speed']:.2g} / MuJoCo "
                           f"{done[k]['mujoco_final_speed']:.2g})" for k, d in moving) or "none")
@@ -827,6 +851,8 @@ def main(argv=None) -> int:
     parser.add_argument("--all-cores", action="store_true", help="do not pin to one core")
     parser.add_argument("--float32", action="store_true",
                         help="simulate in float32 (x64 off in every process); use with its own --out")
+    parser.add_argument("--mujoco-mode", action="store_true",
+                        help="also simulate each model in our MuJoCo-compatible mode (root height, rest)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--balance-inertia", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
