@@ -804,7 +804,16 @@ def read_cache(path: Path, fresh: bool) -> dict:
 
 
 def save(data: dict, name: str) -> None:
-    write_results(name, data, markdown(data))
+    """Write ``results/NAME.json`` / ``.md``; a hand-written ``## Reading`` section at the end of
+    the existing ``.md`` is kept below the regenerated tables."""
+    text = markdown(data)
+    md = RESULTS / f"{name}.md"
+    if md.exists():
+        old = md.read_text()
+        start = old.find("\n## Reading")
+        if start >= 0:
+            text = text.rstrip("\n") + "\n" + old[start:]
+    write_results(name, data, text)
 
 
 def run_load(entries: list[Entry], data: dict, name: str, redo: bool = False) -> None:
